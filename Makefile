@@ -1,0 +1,110 @@
+# Foundry — one entry point.
+#   make                  lib/libfoundry.a and lib/libfoundry.so
+#   make test             build and run every test (C harness)
+#   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
+#   make test ARCH=aarch64            cross-compile, run under qemu-user
+#   make demo             build and run the main example
+#   make refdata          regenerate tests/data from tests/gen (needs numpy)
+#   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
+
+ARCH ?= native
+SAN ?=
+WERROR ?=
+PYTHON ?= python3
+
+ifeq ($(ARCH),aarch64)
+  CC := aarch64-linux-gnu-gcc
+  AR := aarch64-linux-gnu-ar
+  RUN := qemu-aarch64 -L /usr/aarch64-linux-gnu
+  DEPS := .deps-aarch64
+else ifeq ($(ARCH),native)
+  RUN :=
+  DEPS :=
+else
+  $(error ARCH must be native or aarch64, not '$(ARCH)')
+endif
+
+CCNAME := $(notdir $(firstword $(CC)))
+CONFIG := $(ARCH)-$(CCNAME)$(if $(SAN),-san)
+BUILD ?= build
+B := $(BUILD)/$(CONFIG)
+# The plain native build is the one users link: it goes to lib/.
+ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+  LIBDIR := lib
+else
+  LIBDIR := $(B)/lib
+endif
+
+WARN := -Wall -Wextra -pedantic $(if $(WERROR),-Werror)
+CFLAGS ?= -O2 -g
+# -ffp-contract=off: no fused multiply-add behind our back, so results (and
+# random numbers) are the same on every platform.
+BASEFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -ffp-contract=off \
+             -Iinclude $(WARN)
+ifneq ($(SAN),)
+  BASEFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all \
+               -fno-omit-frame-pointer
+  LDSAN := -fsanitize=$(SAN)
+endif
+ALLCFLAGS := $(BASEFLAGS) $(CFLAGS)
+LDLIBS := -lpthread -lm
+
+LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+TEST_SRC := $(wildcard tests/c/*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+
+STATIC := $(LIBDIR)/libfoundry.a
+SHARED := $(LIBDIR)/libfoundry.so
+
+.PHONY: all test test-c demo examples refdata clean .deps-aarch64
+all: $(STATIC) $(SHARED)
+
+$(B)/obj/%.o: %.c | $(DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/run_tests: $(TEST_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $(TEST_OBJ) $(STATIC) $(LDLIBS)
+
+$(B)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
+
+# Sanitizer findings (including leaks) make the run fail.
+SANENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+          UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+test: test-c
+
+test-c: $(B)/tests/run_tests
+	$(SANENV) $(RUN) $(B)/tests/run_tests $(T)
+
+examples: $(EXAMPLES)
+
+demo: $(B)/examples/train_mlp
+	$(SANENV) $(RUN) $(B)/examples/train_mlp
+
+# Installs the cross toolchain and qemu-user when missing (Debian).
+.deps-aarch64:
+	@command -v aarch64-linux-gnu-gcc >/dev/null && \
+	 command -v qemu-aarch64 >/dev/null || ./tools/install-deps.sh aarch64
+
+refdata:
+	$(PYTHON) tests/gen/gen_all.py
+
+clean:
+	rm -rf build lib
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,18 @@
+/*
+ * foundry.h — the whole public API of Foundry.
+ *
+ * Link with -lfoundry -lpthread -lm.  No global initialisation is needed.
+ * Module manuals: foundry/base.h (errors, logging, memory, threads),
+ * foundry/tensor.h (tensors and views), foundry/random.h (RNG),
+ * foundry/ops.h (math), foundry/backend.h (device backends).
+ */
+#ifndef FOUNDRY_H
+#define FOUNDRY_H
+
+#include "foundry/base.h"
+#include "foundry/tensor.h"
+#include "foundry/random.h"
+#include "foundry/ops.h"
+#include "foundry/backend.h"
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * foundry/backend.h — the table a device backend fills in.
+ *
+ * Op code (tm_add, tm_sum, ...) validates arguments, works out result
+ * shapes and dtypes, allocates results and then calls the backend of the
+ * tensors' device through this table.  A new backend (CUDA, Metal) plugs in
+ * by filling a tm_backend and registering it; no op code changes.
+ *
+ * Kernels see tensors as tm_buf: a data pointer to the first element and
+ * shape/strides in elements.  Front ends have already
+ *   - broadcast every operand to the output's shape (stride 0 where
+ *     broadcast), so kernels never apply broadcasting rules themselves;
+ *   - checked dtypes, dims and shapes.
+ * Kernels may still fail (TM_ERANGE for an out-of-range index, TM_ENOMEM,
+ * TM_EDEVICE) and then set tm_last_error() themselves.
+ */
+#ifndef FOUNDRY_BACKEND_H
+#define FOUNDRY_BACKEND_H
+
+#include "ops.h"
+#include "random.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever the layout or meaning of tm_backend changes. */
+#define TM_BACKEND_ABI_VERSION 1
+
+/* A strided view as kernels see it.  `data` points at the first element
+ * (host address, or a device address cast to a pointer). */
+typedef struct tm_buf {
+    void *data;
+    tm_dtype dtype;
+    int ndim;
+    int64_t shape[TM_MAX_DIMS];
+    int64_t strides[TM_MAX_DIMS];
+} tm_buf;
+
+typedef struct tm_backend {
+    uint32_t abi_version; /* TM_BACKEND_ABI_VERSION: checked at registration */
+    uint32_t size;        /* sizeof(tm_backend) as compiled by the backend */
+    const char *name;     /* "cpu", "cuda", ... */
+    tm_device device;
+
+    /* Memory: alloc returns NULL (with an error set) on failure. */
+    void *(*alloc)(size_t bytes);
+    void (*free)(void *ptr);
+    /* Byte copies between host and device memory, and within the device. */
+    tm_status (*to_device)(void *dst, const void *src_host, size_t bytes);
+    tm_status (*to_host)(void *dst_host, const void *src, size_t bytes);
+
+    /* dst = src, same shape, converting dtype.  Overlap is handled by the
+     * front end (it copies through a temporary). */
+    tm_status (*copy)(const tm_buf *dst, const tm_buf *src);
+    /* Every element of dst = value (converted to dst's dtype). */
+    tm_status (*fill)(const tm_buf *dst, double value);
+
+    /* out = op(in, p0, p1).  in's dtype is the compute input; out's dtype
+     * may differ (BOOL for predicates, a narrower float to round into). */
+    tm_status (*unary)(tm_unary_op op, const tm_buf *out, const tm_buf *in,
+                       double p0, double p1);
+    /* out = a op b, all the same shape.  a and b share one dtype (the
+     * promoted one); out has it or BOOL. */
+    tm_status (*binary)(tm_binary_op op, const tm_buf *out, const tm_buf *a,
+                        const tm_buf *b);
+    /* out = cond != 0 ? a : b, all the same shape; a, b and out share a
+     * dtype; cond is any dtype. */
+    tm_status (*where)(const tm_buf *out, const tm_buf *cond, const tm_buf *a,
+                       const tm_buf *b);
+
+    /* Reduces the last `nred` dims of `in` (the front end permutes the
+     * reduced dims to the end); out has in's leading ndim - nred dims.
+     * `p` is the op's parameter (correction for var/std, order for norm). */
+    tm_status (*reduce)(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
+                        int nred, double p);
+    /* Index (I64) of the max (is_max) or min along the last dim of `in`;
+     * `values` (may be NULL) receives the value. out has ndim - 1 dims. */
+    tm_status (*arg_reduce)(bool is_max, const tm_buf *indices,
+                            const tm_buf *values, const tm_buf *in);
+    /* Running sum along `dim`; out and in have the same shape. */
+    tm_status (*cumsum)(const tm_buf *out, const tm_buf *in, int dim);
+
+    /* out[..., m, n] = sum_k a[..., m, k] * b[..., k, n].  All three have
+     * the same ndim >= 2 and equal batch dims (broadcast batch dims have
+     * stride 0).  a, b, out share one dtype. */
+    tm_status (*matmul)(const tm_buf *out, const tm_buf *a, const tm_buf *b);
+
+    /* out = in gathered along `dim` by `index` (I64/I32, index's shape ==
+     * out's shape).  Range-checks every index. */
+    tm_status (*gather)(const tm_buf *out, const tm_buf *in, int dim,
+                        const tm_buf *index);
+    /* dst[index along dim] = src (or += when `add`), in row-major order of
+     * `index`; src has index's shape (may be broadcast from a scalar). */
+    tm_status (*scatter)(const tm_buf *dst, int dim, const tm_buf *index,
+                         const tm_buf *src, bool add);
+    /* out = in picked along `dim` by a 1-D `index`. */
+    tm_status (*index_select)(const tm_buf *out, const tm_buf *in, int dim,
+                              const tm_buf *index);
+    /* Stable sort along the last dim; values and/or indices (I64) may have
+     * data == NULL when not wanted. */
+    tm_status (*sort)(const tm_buf *values, const tm_buf *indices,
+                      const tm_buf *in, bool descending);
+
+    /* Fills dst (contiguous) from the Philox stream (see random.h):
+     * kind 0 uniform [p0, p1), 1 normal (mean p0, std p1), 2 integers in
+     * [p0, p1).  Advances *rng as random.h documents. */
+    tm_status (*random)(const tm_buf *dst, int kind, double p0, double p1,
+                        tm_rng *rng);
+} tm_backend;
+
+/* Registers a backend for its device (replacing any earlier one).  Checks
+ * abi_version and size; TM_EINVAL if they do not match. */
+tm_status tm_backend_register(const tm_backend *b);
+/* The backend of `dev`, or NULL (with an error set) if none is loaded. */
+const tm_backend *tm_backend_get(tm_device dev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,284 @@
+/*
+ * foundry/ops.h — math on tensors: elementwise, reductions, matmul,
+ * indexing and shaping.
+ *
+ * Common rules
+ * - Inputs may have any strides (views are fine) and are borrowed.
+ * - Binary ops broadcast by numpy rules: shapes are right-aligned and a dim
+ *   of size 1 stretches to match ([3,1] with [4] gives [3,4]).
+ * - Result dtype follows tm_promote_types (PyTorch's rules).  F16/BF16 are
+ *   computed in F32 and rounded once at the end.  Integer arithmetic wraps
+ *   (two's complement).  Ops that only make sense on floats (exp, div, ...)
+ *   give F32 for integer/bool inputs, as PyTorch does.
+ * - Scalar variants take a double that behaves like a Python number: it
+ *   does not widen a float tensor's dtype; an integer tensor with a
+ *   non-integral scalar gives F32.
+ * - In-place variants end in '_' and write into their first argument; the
+ *   other operands broadcast to its shape, and the result dtype must be
+ *   castable to it (float into an integer tensor is an error).
+ * - 0-d tensors and tensors with zero elements are fine everywhere.
+ * - Results are new references (release with tm_free); failures return NULL
+ *   or a negative tm_status with tm_last_error() set.
+ * - Large ops are split over the thread pool (see tm_set_num_threads).
+ */
+#ifndef FOUNDRY_OPS_H
+#define FOUNDRY_OPS_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------- op families
+ * Shared with backends (foundry/backend.h).  Values only ever appended. */
+
+typedef enum tm_binary_op {
+    TM_OP_ADD = 0, TM_OP_SUB, TM_OP_MUL, TM_OP_DIV, TM_OP_POW,
+    TM_OP_MAXIMUM, TM_OP_MINIMUM,
+    TM_OP_EQ, TM_OP_NE, TM_OP_LT, TM_OP_LE, TM_OP_GT, TM_OP_GE,
+    TM_OP_LOGICAL_AND, TM_OP_LOGICAL_OR, TM_OP_LOGICAL_XOR,
+    TM_OP_FLOOR_DIVIDE, TM_OP_REMAINDER,
+    TM_BINARY_OP_COUNT
+} tm_binary_op;
+
+typedef enum tm_unary_op {
+    TM_OP_NEG = 0, TM_OP_ABS, TM_OP_SIGN, TM_OP_EXP, TM_OP_LOG, TM_OP_LOG1P,
+    TM_OP_EXPM1, TM_OP_SQRT, TM_OP_RSQRT, TM_OP_SIN, TM_OP_COS, TM_OP_TANH,
+    TM_OP_SIGMOID, TM_OP_RELU, TM_OP_LEAKY_RELU /* p0 = slope */,
+    TM_OP_GELU /* erf form */, TM_OP_GELU_TANH, TM_OP_SILU,
+    TM_OP_SOFTPLUS /* p0 = beta, p1 = threshold */,
+    TM_OP_LOGICAL_NOT, TM_OP_FLOOR, TM_OP_CEIL, TM_OP_ROUND, TM_OP_TRUNC,
+    TM_OP_RECIPROCAL, TM_OP_SQUARE, TM_OP_ERF, TM_OP_LOG2,
+    TM_OP_ISNAN, TM_OP_ISINF, TM_OP_ISFINITE,
+    TM_OP_CLAMP /* p0 = min, p1 = max; NaN bound: none */,
+    TM_UNARY_OP_COUNT
+} tm_unary_op;
+
+typedef enum tm_reduce_op {
+    TM_RED_SUM = 0, TM_RED_MEAN, TM_RED_PROD, TM_RED_MAX, TM_RED_MIN,
+    TM_RED_VAR /* p = correction */, TM_RED_STD /* p = correction */,
+    TM_RED_LOGSUMEXP, TM_RED_NORM /* p = order */, TM_RED_ANY, TM_RED_ALL,
+    TM_REDUCE_OP_COUNT
+} tm_reduce_op;
+
+/* ------------------------------------------------------ elementwise: binary
+ * out = a OP b, broadcast.  Comparisons and logical ops give TM_BOOL.
+ * div is true division (integers give F32); floor_divide rounds toward
+ * -inf; remainder has the sign of the divisor (Python's %).  Integer
+ * floor_divide/remainder by zero is an error (TM_EINVAL). pow on integers
+ * with a negative exponent is an error, as in PyTorch. maximum/minimum
+ * propagate NaN. */
+tm_tensor *tm_binary(tm_binary_op op, const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_binary_scalar(tm_binary_op op, const tm_tensor *a, double s);
+/* s OP a (for sub, div, pow with the scalar on the left). */
+tm_tensor *tm_binary_rscalar(tm_binary_op op, double s, const tm_tensor *a);
+tm_status tm_binary_(tm_binary_op op, tm_tensor *a, const tm_tensor *b);
+tm_status tm_binary_scalar_(tm_binary_op op, tm_tensor *a, double s);
+
+tm_tensor *tm_add(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_sub(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_mul(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_div(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_pow(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_maximum(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_minimum(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_eq(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_ne(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_lt(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_le(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_gt(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_ge(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_logical_and(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_logical_or(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_logical_xor(const tm_tensor *a, const tm_tensor *b);
+
+tm_tensor *tm_add_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_sub_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_mul_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_div_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_pow_scalar(const tm_tensor *a, double s);
+
+tm_status tm_add_(tm_tensor *a, const tm_tensor *b);
+tm_status tm_sub_(tm_tensor *a, const tm_tensor *b);
+tm_status tm_mul_(tm_tensor *a, const tm_tensor *b);
+tm_status tm_div_(tm_tensor *a, const tm_tensor *b);
+tm_status tm_add_scalar_(tm_tensor *a, double s);
+tm_status tm_mul_scalar_(tm_tensor *a, double s);
+
+/* cond ? a : b, all three broadcast.  `cond` is read as (x != 0). */
+tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
+                    const tm_tensor *b);
+/* Limits to [lo, hi]; pass NAN for "no bound".  NaN inputs stay NaN. */
+tm_tensor *tm_clamp(const tm_tensor *t, double lo, double hi);
+tm_status tm_clamp_(tm_tensor *t, double lo, double hi);
+/* Tensor bounds (either may be NULL), broadcast. */
+tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
+                           const tm_tensor *hi);
+
+/* ------------------------------------------------------- elementwise: unary
+ * sigmoid and softplus are stable for large |x|; gelu is x*Phi(x) with
+ * the erf form, gelu_tanh the tanh approximation; softplus(x) =
+ * log(1+exp(beta*x))/beta, and x where beta*x > threshold. */
+tm_tensor *tm_unary(tm_unary_op op, const tm_tensor *t);
+tm_status tm_unary_(tm_unary_op op, tm_tensor *t);
+
+tm_tensor *tm_neg(const tm_tensor *t);
+tm_tensor *tm_abs(const tm_tensor *t);
+tm_tensor *tm_sign(const tm_tensor *t);
+tm_tensor *tm_exp(const tm_tensor *t);
+tm_tensor *tm_log(const tm_tensor *t);
+tm_tensor *tm_log1p(const tm_tensor *t);
+tm_tensor *tm_expm1(const tm_tensor *t);
+tm_tensor *tm_sqrt(const tm_tensor *t);
+tm_tensor *tm_rsqrt(const tm_tensor *t);
+tm_tensor *tm_sin(const tm_tensor *t);
+tm_tensor *tm_cos(const tm_tensor *t);
+tm_tensor *tm_tanh(const tm_tensor *t);
+tm_tensor *tm_sigmoid(const tm_tensor *t);
+tm_tensor *tm_relu(const tm_tensor *t);
+tm_tensor *tm_leaky_relu(const tm_tensor *t, double slope);
+tm_tensor *tm_gelu(const tm_tensor *t);
+tm_tensor *tm_gelu_tanh(const tm_tensor *t);
+tm_tensor *tm_silu(const tm_tensor *t);
+tm_tensor *tm_softplus(const tm_tensor *t, double beta, double threshold);
+tm_tensor *tm_logical_not(const tm_tensor *t);
+tm_tensor *tm_isnan(const tm_tensor *t);
+
+/* ------------------------------------------------------------- reductions
+ * `dims` lists `ndims` distinct dims to reduce (negative allowed); dims ==
+ * NULL or ndims == 0 reduces over all dims.  keepdim leaves reduced dims
+ * with size 1.  Sum/prod of integers or bool give I64; float results keep
+ * the input dtype (accumulated in F64 for F32/F16/BF16 input); mean, var,
+ * std, logsumexp and norm of integers give F32.  Reducing zero elements
+ * gives 0 (sum), 1 (prod), NaN (mean, var), -inf (logsumexp) and is an error
+ * for max/min/argmax/argmin.  Deterministic for a given thread count. */
+tm_tensor *tm_reduce(tm_reduce_op op, const tm_tensor *t, const int *dims,
+                     int ndims, bool keepdim, double p);
+tm_tensor *tm_sum(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
+tm_tensor *tm_mean(const tm_tensor *t, const int *dims, int ndims,
+                   bool keepdim);
+tm_tensor *tm_prod(const tm_tensor *t, const int *dims, int ndims,
+                   bool keepdim);
+/* Largest / smallest value over the dims (NaN propagates). */
+tm_tensor *tm_max(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
+tm_tensor *tm_min(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
+/* Variance / standard deviation with Bessel-style `correction` (1:
+ * unbiased, 0: population).  NaN where count - correction <= 0. */
+tm_tensor *tm_var(const tm_tensor *t, const int *dims, int ndims,
+                  double correction, bool keepdim);
+tm_tensor *tm_std(const tm_tensor *t, const int *dims, int ndims,
+                  double correction, bool keepdim);
+/* log(sum(exp(x))) computed stably (max subtracted first). */
+tm_tensor *tm_logsumexp(const tm_tensor *t, const int *dims, int ndims,
+                        bool keepdim);
+/* Vector p-norm over the dims: p = 2, 1, INFINITY, -INFINITY, 0 (count of
+ * non-zeros) or any other p. */
+tm_tensor *tm_norm(const tm_tensor *t, double p, const int *dims, int ndims,
+                   bool keepdim);
+/* Logical any / all (result BOOL). */
+tm_tensor *tm_any(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
+tm_tensor *tm_all(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
+/* Index (I64) of the first largest / smallest element along `dim`; NaN
+ * counts as largest (and smallest), as in PyTorch.  With all_dims set,
+ * `dim` is ignored and the index is into the flattened tensor. */
+tm_tensor *tm_argmax(const tm_tensor *t, int dim, bool keepdim);
+tm_tensor *tm_argmin(const tm_tensor *t, int dim, bool keepdim);
+tm_tensor *tm_argmax_all(const tm_tensor *t);
+tm_tensor *tm_argmin_all(const tm_tensor *t);
+/* Values and indices of the max / min along one dim.  *values and
+ * *indices receive new references (both NULL on failure). */
+tm_status tm_max_dim(const tm_tensor *t, int dim, bool keepdim,
+                     tm_tensor **values, tm_tensor **indices);
+tm_status tm_min_dim(const tm_tensor *t, int dim, bool keepdim,
+                     tm_tensor **values, tm_tensor **indices);
+/* Running sum along `dim`; integers and bool give I64. */
+tm_tensor *tm_cumsum(const tm_tensor *t, int dim);
+
+/* ----------------------------------------------------------------- matmul
+ * numpy semantics: 1-D x 1-D is a dot product (0-d result); 2-D x 2-D is a
+ * matrix product [m,k] x [k,n] -> [m,n]; a 1-D left operand is a row
+ * vector and a 1-D right operand a column vector (the added dim is removed
+ * afterwards); more dims are batches that broadcast: [b,1,m,k] x [c,k,n] ->
+ * [b,c,m,n].  Float dtypes and integers (which accumulate in I64). */
+tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
+
+/* ---------------------------------------------------- indexing & shaping
+ * Index tensors are I64 or I32; negative indices count from the end of the
+ * indexed dim; any index out of range is an error (TM_ERANGE) naming it. */
+
+/* out[i][j][k] = t[index[i][j][k]][j][k] for dim 0 (and so on); index has
+ * t's ndim and each of its other dims <= t's; out has index's shape. */
+tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index);
+/* A copy of `t` with out[index[i][j]][j] = src[i][j] (dim 0).  Where
+ * several indices collide, the last write in row-major order wins. */
+tm_tensor *tm_scatter(const tm_tensor *t, int dim, const tm_tensor *index,
+                      const tm_tensor *src);
+tm_status tm_scatter_(tm_tensor *t, int dim, const tm_tensor *index,
+                      const tm_tensor *src);
+/* Same, with `value` as every source element. */
+tm_tensor *tm_scatter_value(const tm_tensor *t, int dim,
+                            const tm_tensor *index, double value);
+/* Adds instead of writing, so colliding indices accumulate. */
+tm_tensor *tm_scatter_add(const tm_tensor *t, int dim, const tm_tensor *index,
+                          const tm_tensor *src);
+tm_status tm_scatter_add_(tm_tensor *t, int dim, const tm_tensor *index,
+                          const tm_tensor *src);
+/* Picks entries of a 1-D `index` along `dim`: out's `dim` has index's
+ * length. */
+tm_tensor *tm_index_select(const tm_tensor *t, int dim,
+                           const tm_tensor *index);
+/* A copy of `t` with `value` where `mask` (broadcast to t) is true. */
+tm_tensor *tm_masked_fill(const tm_tensor *t, const tm_tensor *mask,
+                          double value);
+tm_status tm_masked_fill_(tm_tensor *t, const tm_tensor *mask, double value);
+/* Joins n tensors along an existing dim (their other dims must match;
+ * dtypes promote).  1-D empty tensors of shape [0] are skipped, as in
+ * PyTorch. */
+tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim);
+/* Joins n same-shaped tensors along a new dim. */
+tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim);
+/* Views of consecutive pieces of `size` along `dim` (the last may be
+ * shorter).  Writes up to `max_out` new references to out[] and returns
+ * the number of pieces, or a negative tm_status (nothing written) — also
+ * when max_out is too small. */
+int tm_split(const tm_tensor *t, int64_t size, int dim, tm_tensor **out,
+             int max_out);
+/* Pieces of the given sizes, which must add up to the dim's size. */
+int tm_split_sizes(const tm_tensor *t, const int64_t *sizes, int n, int dim,
+                   tm_tensor **out, int max_out);
+/* `chunks` pieces of ceil(size/chunks) (fewer if the dim is short), as
+ * torch.chunk. */
+int tm_chunk(const tm_tensor *t, int chunks, int dim, tm_tensor **out,
+             int max_out);
+/* Constant padding, as torch.nn.functional.pad: pad[0], pad[1] are the
+ * (before, after) amounts of the last dim, pad[2], pad[3] of the one
+ * before, and so on; npad is even and <= 2*ndim.  Negative amounts crop. */
+tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
+                  double value);
+/* index (integer, values in [0, num_classes)) -> I64 tensor with one more
+ * trailing dim of size num_classes.  num_classes < 0: max(index) + 1. */
+tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes);
+/* Sorts along `dim` (stable).  NaN sorts as larger than every number.
+ * Either output pointer may be NULL if not wanted. */
+tm_status tm_sort(const tm_tensor *t, int dim, bool descending,
+                  tm_tensor **values, tm_tensor **indices);
+tm_tensor *tm_argsort(const tm_tensor *t, int dim, bool descending);
+/* The k largest (or smallest) along `dim`, in sorted order; ties keep the
+ * lower index first. */
+tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
+                  tm_tensor **values, tm_tensor **indices);
+/* Tiles `t`: repeats[i] copies along each dim, as torch.Tensor.repeat
+ * (nrep >= ndim; extra leading entries add dims). */
+tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep);
+/* Lower / upper triangle of the last two dims; the rest set to 0.
+ * diagonal 0 is the main diagonal, > 0 above it, < 0 below. */
+tm_tensor *tm_tril(const tm_tensor *t, int64_t diagonal);
+tm_tensor *tm_triu(const tm_tensor *t, int64_t diagonal);
+tm_status tm_tril_(tm_tensor *t, int64_t diagonal);
+tm_status tm_triu_(tm_tensor *t, int64_t diagonal);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

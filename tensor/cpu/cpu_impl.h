@@ -1,0 +1,68 @@
+/*
+ * cpu_impl.h — shared machinery of the CPU backend: a strided multi-operand
+ * iterator and the kernel entry points of the CPU backend table.
+ */
+#ifndef FOUNDRY_CPU_IMPL_H
+#define FOUNDRY_CPU_IMPL_H
+
+#include "../tensor_impl.h"
+
+#define TM__ITER_MAX_OPS 4
+
+/* Walks up to four same-shaped operands in row-major order.  Dims of size
+ * 1 are dropped and dims that are contiguous for every operand merged, so
+ * the innermost run is as long as possible.  Strides are in bytes. */
+typedef struct tm__iter {
+    int nop, ndim;
+    int64_t numel;
+    int64_t shape[TM_MAX_DIMS];
+    int64_t strides[TM__ITER_MAX_OPS][TM_MAX_DIMS];
+    char *data[TM__ITER_MAX_OPS];
+} tm__iter;
+
+/* Called once per inner run: n elements, operand k starting at ptrs[k] and
+ * stepping strides[k] bytes. */
+typedef void (*tm__iter_fn)(char **ptrs, const int64_t *strides, int64_t n,
+                            void *ctx);
+
+/* bufs[0..nop) share bufs[0]'s shape. */
+void tm__iter_init(tm__iter *it, int nop, const tm_buf *const *bufs);
+/* Visits elements [begin, end) of the row-major order. */
+void tm__iter_range(const tm__iter *it, int64_t begin, int64_t end,
+                    tm__iter_fn fn, void *ctx);
+/* Visits every element, split over the thread pool in ranges of at least
+ * `grain` elements.  fn must be safe to run concurrently on disjoint
+ * ranges. */
+void tm__iter_run(const tm__iter *it, int64_t grain, tm__iter_fn fn,
+                  void *ctx);
+
+/* Elements per thread below which splitting does not pay. */
+#define TM__GRAIN 32768
+
+/* Kernel entry points (see foundry/backend.h for their contracts). */
+tm_status tm__cpu_copy(const tm_buf *dst, const tm_buf *src);
+tm_status tm__cpu_fill(const tm_buf *dst, double value);
+tm_status tm__cpu_unary(tm_unary_op op, const tm_buf *out, const tm_buf *in,
+                        double p0, double p1);
+tm_status tm__cpu_binary(tm_binary_op op, const tm_buf *out, const tm_buf *a,
+                         const tm_buf *b);
+tm_status tm__cpu_where(const tm_buf *out, const tm_buf *cond,
+                        const tm_buf *a, const tm_buf *b);
+tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
+                         int nred, double p);
+tm_status tm__cpu_arg_reduce(bool is_max, const tm_buf *indices,
+                             const tm_buf *values, const tm_buf *in);
+tm_status tm__cpu_cumsum(const tm_buf *out, const tm_buf *in, int dim);
+tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a, const tm_buf *b);
+tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
+                         const tm_buf *index);
+tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,
+                          const tm_buf *src, bool add);
+tm_status tm__cpu_index_select(const tm_buf *out, const tm_buf *in, int dim,
+                               const tm_buf *index);
+tm_status tm__cpu_sort(const tm_buf *values, const tm_buf *indices,
+                       const tm_buf *in, bool descending);
+tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
+                         tm_rng *rng);
+
+#endif

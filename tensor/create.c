@@ -1,0 +1,179 @@
+/* create.c — tensors from nothing, from values and from caller memory. */
+#include "tensor_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+tm_tensor *tm_empty(const int64_t *shape, int ndim, tm_dtype dt)
+{
+    return tm__tensor_new(__func__, shape, ndim, dt, TM_CPU);
+}
+
+static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
+                           double value, tm_dtype dt)
+{
+    tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, TM_CPU);
+    if (!t) return NULL;
+    tm_buf b = tm__buf(t);
+    if (tm__cpu_backend.fill(&b, value)) {
+        tm_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+tm_tensor *tm_zeros(const int64_t *shape, int ndim, tm_dtype dt)
+{
+    return tm__full(__func__, shape, ndim, 0.0, dt);
+}
+
+tm_tensor *tm_ones(const int64_t *shape, int ndim, tm_dtype dt)
+{
+    return tm__full(__func__, shape, ndim, 1.0, dt);
+}
+
+tm_tensor *tm_full(const int64_t *shape, int ndim, double value, tm_dtype dt)
+{
+    return tm__full(__func__, shape, ndim, value, dt);
+}
+
+tm_tensor *tm_scalar(double value, tm_dtype dt)
+{
+    return tm__full(__func__, NULL, 0, value, dt);
+}
+
+tm_tensor *tm_empty_like(const tm_tensor *t)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__tensor_new(__func__, t->shape, t->ndim, t->dtype,
+                          t->storage->device);
+}
+
+tm_tensor *tm_zeros_like(const tm_tensor *t)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__full(__func__, t->shape, t->ndim, 0.0, t->dtype);
+}
+
+tm_tensor *tm_ones_like(const tm_tensor *t)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__full(__func__, t->shape, t->ndim, 1.0, t->dtype);
+}
+
+tm_tensor *tm_full_like(const tm_tensor *t, double value)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__full(__func__, t->shape, t->ndim, value, t->dtype);
+}
+
+tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
+{
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step)) {
+        TM_ERR(TM_EINVAL, "start %g, end %g and step %g must be finite",
+               start, end, step);
+        return NULL;
+    }
+    if (step == 0 || (step > 0 && end < start) || (step < 0 && end > start)) {
+        TM_ERR(TM_EINVAL, "step %g cannot go from %g to %g", step, start,
+               end);
+        return NULL;
+    }
+    double count = ceil((end - start) / step);
+    if (count >= 0x1p62) {
+        TM_ERR(TM_EOVERFLOW, "%g elements are too many", count);
+        return NULL;
+    }
+    int64_t n = (int64_t)count;
+    tm_tensor *t = tm__tensor_new(__func__, &n, 1, dt, TM_CPU);
+    if (!t) return NULL;
+    char *p = tm_data(t);
+    size_t es = tm_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++)
+        tm__store_f64(p + (size_t)i * es, dt, start + (double)i * step);
+    return t;
+}
+
+tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt)
+{
+    if (steps < 0) {
+        TM_ERR(TM_EINVAL, "steps %lld is negative", (long long)steps);
+        return NULL;
+    }
+    tm_tensor *t = tm__tensor_new(__func__, &steps, 1, dt, TM_CPU);
+    if (!t) return NULL;
+    char *p = tm_data(t);
+    size_t es = tm_dtype_size(dt);
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i == steps - 1 && steps > 1 ? end
+                                               : start + (double)i * step;
+        tm__store_f64(p + (size_t)i * es, dt, v);
+    }
+    return t;
+}
+
+tm_tensor *tm_eye(int64_t n, int64_t m, tm_dtype dt)
+{
+    if (m < 0) m = n;
+    tm_tensor *t = tm_zeros((int64_t[]){n, m}, 2, dt);
+    if (!t) return NULL;
+    char *p = tm_data(t);
+    size_t es = tm_dtype_size(dt);
+    for (int64_t i = 0; i < n && i < m; i++)
+        tm__store_f64(p + (size_t)(i * m + i) * es, dt, 1.0);
+    return t;
+}
+
+tm_tensor *tm_from_buffer(const void *data, const int64_t *shape, int ndim,
+                          tm_dtype dt)
+{
+    int64_t numel;
+    if (tm__check_shape(__func__, shape, ndim, dt, &numel)) return NULL;
+    if (!data && numel > 0) {
+        TM_ERR(TM_EINVAL, "data is NULL");
+        return NULL;
+    }
+    tm_tensor *t = tm__tensor_new(__func__, shape, ndim, dt, TM_CPU);
+    if (t && numel > 0)
+        memcpy(tm_data(t), data, (size_t)numel * tm_dtype_size(dt));
+    return t;
+}
+
+tm_tensor *tm_wrap(void *data, const int64_t *shape, const int64_t *strides,
+                   int ndim, tm_dtype dt, tm_release_fn release, void *user)
+{
+    int64_t numel;
+    if (tm__check_shape(__func__, shape, ndim, dt, &numel)) {
+        if (release) release(data, user);
+        return NULL;
+    }
+    int64_t st[TM_MAX_DIMS];
+    if (strides) memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
+    else tm__contiguous_strides(shape, ndim, st);
+    /* bytes the view reaches; strides are validated against this below */
+    uint64_t last = 0;
+    for (int i = 0; i < ndim && numel > 0; i++) {
+        if (st[i] < 0 ||
+            (shape[i] > 1 && (uint64_t)st[i] > (uint64_t)INT64_MAX /
+                                                   (uint64_t)shape[i])) {
+            TM_ERR(TM_EINVAL, "stride %lld of dim %d is negative or too "
+                   "large", (long long)st[i], i);
+            if (release) release(data, user);
+            return NULL;
+        }
+        last += (uint64_t)(shape[i] - 1) * (uint64_t)st[i];
+        if (last > (uint64_t)INT64_MAX / 16) {
+            TM_ERR(TM_EOVERFLOW, "the view spans too many elements");
+            if (release) release(data, user);
+            return NULL;
+        }
+    }
+    size_t nbytes = numel > 0 ? (size_t)(last + 1) * tm_dtype_size(dt) : 0;
+    tm_storage *s = tm_storage_wrap(data, nbytes, TM_STORAGE_BORROWED,
+                                    release, user);
+    if (!s) return NULL;
+    tm_tensor *t = tm_tensor_from_storage(s, 0, shape, st, ndim, dt);
+    tm_storage_free(s); /* the tensor holds its own reference */
+    return t;
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs what a build configuration needs on Debian/Ubuntu.
+#   tools/install-deps.sh aarch64   cross compiler + qemu-user
+#   tools/install-deps.sh clang     clang
+set -e
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+case "$1" in
+aarch64) pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" ;;
+clang) pkgs="clang" ;;
+*) echo "usage: $0 aarch64|clang" >&2; exit 2 ;;
+esac
+echo "installing: $pkgs"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $pkgs >/dev/null
