@@ -66,3 +66,27 @@ tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
                          tm_rng *rng);
 
 #endif
+
+/* ------------------------------------------------------ elementwise engine
+ * Elementwise kernels are written once per compute type (F32, F64, I64) as
+ * loops over contiguous arrays; the engine feeds them from operands of any
+ * dtype and strides by converting chunks into stack buffers, and writes the
+ * loop's output back converted to the output dtype.  When an operand
+ * already has the compute dtype and unit stride, the loop reads or writes
+ * it in place (the fast path).  Each output element depends only on its own
+ * inputs, so results are identical for any thread count. */
+
+/* out[i] = f(in[0][i], in[1][i], ...) for i < n; arrays are contiguous. */
+typedef void (*tm__ew_loop)(int64_t n, void *out, const void *const *in,
+                            void *ctx);
+
+#define TM__EW_MAX_IN 3
+#define TM__EW_CHUNK 256
+
+/* Runs `loop` with inputs converted to `in_ct` and its output produced in
+ * `out_ct` (then converted to out->dtype).  All operands have out's shape
+ * (front ends broadcast first).  `out` may be the very same memory as an
+ * input (in-place ops) but must not partially overlap one. */
+tm_status tm__ew_run(const tm_buf *out, tm_dtype out_ct,
+                     const tm_buf *const *ins, int nin, tm_dtype in_ct,
+                     tm__ew_loop loop, void *ctx);
