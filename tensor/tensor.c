@@ -266,10 +266,19 @@ tm_tensor *tm_tensor_from_storage(tm_storage *s, int64_t offset,
                    (long long)st[i], i, (long long)cap);
             return NULL;
         }
+        /* keeps the extent sum below from overflowing: each term must stay
+         * under 2^62 / TM_MAX_DIMS */
+        if (st[i] > 0 &&
+            shape[i] - 1 > ((INT64_MAX / 2) / TM_MAX_DIMS) / st[i]) {
+            TM_ERR(TM_ERANGE, "dim %d of size %lld with stride %lld spans "
+                   "more than the storage", i, (long long)shape[i],
+                   (long long)st[i]);
+            return NULL;
+        }
     }
     int64_t lo, hi;
     if (tm__extent(offset, shape, st, ndim, &lo, &hi) &&
-        (hi >= cap || hi < lo || (uint64_t)hi > (uint64_t)INT64_MAX / 2)) {
+        hi >= cap) {
         TM_ERR(TM_ERANGE, "view reaches element %lld but storage holds %lld "
                "elements of %s", (long long)hi, (long long)cap,
                tm_dtype_name(dt));
