@@ -17,8 +17,13 @@ import numpy as np
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "..", "data")
 
-# One seeded generator for every script, so regenerating is reproducible.
-rng = np.random.default_rng(20261129)
+def new_rng():
+    return np.random.default_rng(20261129)
+
+
+# Seeded, so regenerating is reproducible; gen_all.py gives every script a
+# fresh one, so a script's data does not depend on which ran before it.
+rng = new_rng()
 
 NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
       "bf16": np.float32, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
