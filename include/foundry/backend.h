@@ -60,12 +60,16 @@ typedef struct tm_backend {
      * may differ (BOOL for predicates, a narrower float to round into). */
     tm_status (*unary)(tm_unary_op op, const tm_buf *out, const tm_buf *in,
                        double p0, double p1);
-    /* out = a op b, all the same shape.  a and b share one dtype (the
-     * promoted one); out has it or BOOL. */
+    /* out = a op b, all the same shape.  a and b may have any dtypes; they
+     * are converted to the compute type of their promoted dtype (F64 for
+     * F64; F32 for F32/F16/BF16 and for div of integers; I64 for integers
+     * and bool) and the result is converted to out's dtype.  Integer
+     * floor_divide/remainder by zero and integer pow with a negative
+     * exponent fail with TM_EINVAL (out may then be partly written). */
     tm_status (*binary)(tm_binary_op op, const tm_buf *out, const tm_buf *a,
                         const tm_buf *b);
-    /* out = cond != 0 ? a : b, all the same shape; a, b and out share a
-     * dtype; cond is any dtype. */
+    /* out = cond != 0 ? a : b, all the same shape; cond is any dtype; a
+     * and b are any dtypes, converted to out's. */
     tm_status (*where)(const tm_buf *out, const tm_buf *cond, const tm_buf *a,
                        const tm_buf *b);
 

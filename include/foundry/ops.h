@@ -67,8 +67,12 @@ typedef enum tm_reduce_op {
  * div is true division (integers give F32); floor_divide rounds toward
  * -inf; remainder has the sign of the divisor (Python's %).  Integer
  * floor_divide/remainder by zero is an error (TM_EINVAL). pow on integers
- * with a negative exponent is an error, as in PyTorch. maximum/minimum
- * propagate NaN. */
+ * with a negative exponent is an error, as in PyTorch (in-place forms then
+ * leave `a` unchanged). maximum/minimum propagate NaN.  A scalar with an
+ * integral value counts as an integer: it keeps an integer tensor's dtype
+ * (computed exactly in I64, then wrapped to it) and gives I64 with a bool
+ * tensor.  bool + bool is logical or; bool - bool is an error (TM_EDTYPE).
+ * An in-place op into an expanded (stride 0) tensor is an error. */
 tm_tensor *tm_binary(tm_binary_op op, const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_binary_scalar(tm_binary_op op, const tm_tensor *a, double s);
 /* s OP a (for sub, div, pow with the scalar on the left). */
@@ -106,20 +110,40 @@ tm_status tm_div_(tm_tensor *a, const tm_tensor *b);
 tm_status tm_add_scalar_(tm_tensor *a, double s);
 tm_status tm_mul_scalar_(tm_tensor *a, double s);
 
-/* cond ? a : b, all three broadcast.  `cond` is read as (x != 0). */
+/* cond ? a : b, all three broadcast.  `cond` (any dtype) is read as
+ * (x != 0); the result has the promoted dtype of a and b. */
 tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
                     const tm_tensor *b);
-/* Limits to [lo, hi]; pass NAN for "no bound".  NaN inputs stay NaN. */
+/* Limits to [lo, hi]; pass NAN for "no bound".  NaN inputs stay NaN;
+ * lo > hi gives hi (min(max(x, lo), hi), as PyTorch).  Float tensors keep
+ * their dtype; integer tensors keep theirs when the bounds are integral
+ * (BOOL then gives I64) and give F32 otherwise. */
 tm_tensor *tm_clamp(const tm_tensor *t, double lo, double hi);
 tm_status tm_clamp_(tm_tensor *t, double lo, double hi);
-/* Tensor bounds (either may be NULL), broadcast. */
+/* Tensor bounds (either may be NULL, not both), broadcast:
+ * min(max(t, lo), hi) in the promoted dtype of all three; NaN in t or in a
+ * bound gives NaN. */
 tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
                            const tm_tensor *hi);
 
 /* ------------------------------------------------------- elementwise: unary
  * sigmoid and softplus are stable for large |x|; gelu is x*Phi(x) with
  * the erf form, gelu_tanh the tanh approximation; softplus(x) =
- * log(1+exp(beta*x))/beta, and x where beta*x > threshold. */
+ * log(1+exp(beta*x))/beta, and x where beta*x > threshold.
+ * Result dtypes (PyTorch's rules):
+ * - exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid gelu gelu_tanh silu
+ *   softplus erf log2 reciprocal and leaky_relu: float inputs keep their
+ *   dtype; integer and bool inputs give F32.
+ * - neg abs sign relu square floor ceil round trunc keep every dtype (floor
+ *   etc. are the identity on integers; integer neg/abs/square wrap, so
+ *   abs(INT64_MIN) is INT64_MIN).  neg of BOOL is an error (TM_EDTYPE);
+ *   square of BOOL gives I64.
+ * - logical_not isnan isinf isfinite give BOOL.
+ * round is half to even.  sign(NaN) is NaN.  tm_unary uses the default
+ * parameters (leaky_relu slope 0.01, softplus beta 1 and threshold 20,
+ * clamp without bounds).  tm_unary_ writes into t and fails (TM_EDTYPE)
+ * when the result dtype differs from t's (exp of an integer tensor, isnan
+ * of a non-bool tensor), or when t has broadcast (stride 0) dims. */
 tm_tensor *tm_unary(tm_unary_op op, const tm_tensor *t);
 tm_status tm_unary_(tm_unary_op op, tm_tensor *t);
 
@@ -144,15 +168,27 @@ tm_tensor *tm_silu(const tm_tensor *t);
 tm_tensor *tm_softplus(const tm_tensor *t, double beta, double threshold);
 tm_tensor *tm_logical_not(const tm_tensor *t);
 tm_tensor *tm_isnan(const tm_tensor *t);
+tm_tensor *tm_isinf(const tm_tensor *t);
+tm_tensor *tm_isfinite(const tm_tensor *t);
+tm_tensor *tm_floor(const tm_tensor *t);
+tm_tensor *tm_ceil(const tm_tensor *t);
+tm_tensor *tm_round(const tm_tensor *t);
+tm_tensor *tm_trunc(const tm_tensor *t);
+tm_tensor *tm_reciprocal(const tm_tensor *t);
+tm_tensor *tm_square(const tm_tensor *t);
+tm_tensor *tm_erf(const tm_tensor *t);
+tm_tensor *tm_log2(const tm_tensor *t);
 
 /* ------------------------------------------------------------- reductions
  * `dims` lists `ndims` distinct dims to reduce (negative allowed); dims ==
- * NULL or ndims == 0 reduces over all dims.  keepdim leaves reduced dims
- * with size 1.  Sum/prod of integers or bool give I64; float results keep
- * the input dtype (accumulated in F64 for F32/F16/BF16 input); mean, var,
- * std, logsumexp and norm of integers give F32.  Reducing zero elements
- * gives 0 (sum), 1 (prod), NaN (mean, var), -inf (logsumexp) and is an error
- * for max/min/argmax/argmin.  Deterministic for a given thread count. */
+ * NULL or ndims == 0 reduces over all dims (a 0-d tensor also accepts dim
+ * 0 or -1).  keepdim leaves reduced dims with size 1.  Sum/prod of
+ * integers or bool give I64 (wrapping); float results keep the input dtype
+ * (accumulated in F64 and rounded once; F64 sums add blocks of 256 with
+ * compensation); mean, var, std, logsumexp and norm of integers give F32.
+ * Reducing zero elements gives 0 (sum, norm), 1 (prod), NaN (mean, var),
+ * -inf (logsumexp), false (any), true (all) and is an error for
+ * max/min/argmax/argmin.  Deterministic for a given thread count. */
 tm_tensor *tm_reduce(tm_reduce_op op, const tm_tensor *t, const int *dims,
                      int ndims, bool keepdim, double p);
 tm_tensor *tm_sum(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
@@ -164,19 +200,22 @@ tm_tensor *tm_prod(const tm_tensor *t, const int *dims, int ndims,
 tm_tensor *tm_max(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 tm_tensor *tm_min(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 /* Variance / standard deviation with Bessel-style `correction` (1:
- * unbiased, 0: population).  NaN where count - correction <= 0. */
+ * unbiased, 0: population): sum((x - mean)^2) / max(0, count -
+ * correction), so inf (NaN for 0/0) there, as in PyTorch and numpy. */
 tm_tensor *tm_var(const tm_tensor *t, const int *dims, int ndims,
                   double correction, bool keepdim);
 tm_tensor *tm_std(const tm_tensor *t, const int *dims, int ndims,
                   double correction, bool keepdim);
-/* log(sum(exp(x))) computed stably (max subtracted first). */
+/* log(sum(exp(x))) computed stably (max subtracted first); NaN if any x
+ * is NaN, else +inf if any x is +inf. */
 tm_tensor *tm_logsumexp(const tm_tensor *t, const int *dims, int ndims,
                         bool keepdim);
-/* Vector p-norm over the dims: p = 2, 1, INFINITY, -INFINITY, 0 (count of
- * non-zeros) or any other p. */
+/* Vector p-norm over the dims: p = 2 (scaled: no overflow), 1, INFINITY
+ * (max |x|), -INFINITY (min |x|), 0 (count of non-zeros) or any other p:
+ * (sum |x|^p)^(1/p).  NaN propagates; p = NaN is an error. */
 tm_tensor *tm_norm(const tm_tensor *t, double p, const int *dims, int ndims,
                    bool keepdim);
-/* Logical any / all (result BOOL). */
+/* Logical any / all (result BOOL; x != 0, so NaN is true). */
 tm_tensor *tm_any(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 tm_tensor *tm_all(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 /* Index (I64) of the first largest / smallest element along `dim`; NaN
@@ -192,7 +231,8 @@ tm_status tm_max_dim(const tm_tensor *t, int dim, bool keepdim,
                      tm_tensor **values, tm_tensor **indices);
 tm_status tm_min_dim(const tm_tensor *t, int dim, bool keepdim,
                      tm_tensor **values, tm_tensor **indices);
-/* Running sum along `dim`; integers and bool give I64. */
+/* Running sum along `dim`; integers and bool give I64 (wrapping); floats
+ * accumulate in F64 and round each output once. */
 tm_tensor *tm_cumsum(const tm_tensor *t, int dim);
 
 /* ----------------------------------------------------------------- matmul
@@ -200,7 +240,14 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim);
  * matrix product [m,k] x [k,n] -> [m,n]; a 1-D left operand is a row
  * vector and a 1-D right operand a column vector (the added dim is removed
  * afterwards); more dims are batches that broadcast: [b,1,m,k] x [c,k,n] ->
- * [b,c,m,n].  Float dtypes and integers (which accumulate in I64). */
+ * [b,c,m,n].  The result dtype is promoted; F32 accumulates in F32 (as
+ * BLAS does), F16/BF16 in F32 rounded once, F64 in F64; integers
+ * accumulate in 64 bits and wrap to the result dtype.  bool x bool is an
+ * error (TM_EDTYPE), as in PyTorch.  Each output element is summed in
+ * order of k, so results are identical for any thread count.  k == 0
+ * gives zeros.  Errors: a 0-d operand (TM_EINVAL), inner dims that differ
+ * ("shapes [3,4] and [5,6] do not match: 4 != 5") or batch dims that do
+ * not broadcast (TM_ESHAPE). */
 tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
 
 /* ---------------------------------------------------- indexing & shaping
@@ -211,7 +258,10 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
  * t's ndim and each of its other dims <= t's; out has index's shape. */
 tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index);
 /* A copy of `t` with out[index[i][j]][j] = src[i][j] (dim 0).  Where
- * several indices collide, the last write in row-major order wins. */
+ * several indices collide, the last write in row-major order wins.  src
+ * has t's dtype, index's ndim and each dim >= index's (only the leading
+ * index-shaped block is read).  The in-place form checks every index
+ * before writing: on failure `t` is unchanged. */
 tm_tensor *tm_scatter(const tm_tensor *t, int dim, const tm_tensor *index,
                       const tm_tensor *src);
 tm_status tm_scatter_(tm_tensor *t, int dim, const tm_tensor *index,
@@ -219,16 +269,19 @@ tm_status tm_scatter_(tm_tensor *t, int dim, const tm_tensor *index,
 /* Same, with `value` as every source element. */
 tm_tensor *tm_scatter_value(const tm_tensor *t, int dim,
                             const tm_tensor *index, double value);
-/* Adds instead of writing, so colliding indices accumulate. */
+/* Adds instead of writing, so colliding indices accumulate (in row-major
+ * order of index, one rounding per add; integers wrap; BOOL ors). */
 tm_tensor *tm_scatter_add(const tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src);
 tm_status tm_scatter_add_(tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src);
 /* Picks entries of a 1-D `index` along `dim`: out's `dim` has index's
- * length. */
+ * length (a 0-d index counts as length 1). */
 tm_tensor *tm_index_select(const tm_tensor *t, int dim,
                            const tm_tensor *index);
-/* A copy of `t` with `value` where `mask` (broadcast to t) is true. */
+/* A copy of `t` with `value` (converted to t's dtype) where `mask` is
+ * true.  mask must be BOOL (TM_EDTYPE otherwise) and broadcast to t's
+ * shape. */
 tm_tensor *tm_masked_fill(const tm_tensor *t, const tm_tensor *mask,
                           double value);
 tm_status tm_masked_fill_(tm_tensor *t, const tm_tensor *mask, double value);
@@ -236,10 +289,12 @@ tm_status tm_masked_fill_(tm_tensor *t, const tm_tensor *mask, double value);
  * dtypes promote).  1-D empty tensors of shape [0] are skipped, as in
  * PyTorch. */
 tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim);
-/* Joins n same-shaped tensors along a new dim. */
+/* Joins n same-shaped tensors along a new dim (dim in [-(ndim+1), ndim];
+ * dtypes promote). */
 tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim);
 /* Views of consecutive pieces of `size` along `dim` (the last may be
- * shorter).  Writes up to `max_out` new references to out[] and returns
+ * shorter; size 0 only for a dim of size 0, which gives one empty piece,
+ * as does any size there).  Writes up to `max_out` new references to out[] and returns
  * the number of pieces, or a negative tm_status (nothing written) — also
  * when max_out is too small. */
 int tm_split(const tm_tensor *t, int64_t size, int dim, tm_tensor **out,
@@ -248,31 +303,38 @@ int tm_split(const tm_tensor *t, int64_t size, int dim, tm_tensor **out,
 int tm_split_sizes(const tm_tensor *t, const int64_t *sizes, int n, int dim,
                    tm_tensor **out, int max_out);
 /* `chunks` pieces of ceil(size/chunks) (fewer if the dim is short), as
- * torch.chunk. */
+ * torch.chunk; a dim of size 0 gives `chunks` empty pieces. */
 int tm_chunk(const tm_tensor *t, int chunks, int dim, tm_tensor **out,
              int max_out);
 /* Constant padding, as torch.nn.functional.pad: pad[0], pad[1] are the
  * (before, after) amounts of the last dim, pad[2], pad[3] of the one
- * before, and so on; npad is even and <= 2*ndim.  Negative amounts crop. */
+ * before, and so on; npad is even and <= 2*ndim.  Negative amounts crop; a resulting size
+ * below 0 is an error (TM_EINVAL). */
 tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
                   double value);
-/* index (integer, values in [0, num_classes)) -> I64 tensor with one more
- * trailing dim of size num_classes.  num_classes < 0: max(index) + 1. */
+/* index (any integer dtype, values in [0, num_classes)) -> I64 tensor
+ * with one more trailing dim of size num_classes.  num_classes < 0:
+ * max(index) + 1 (an error for an empty index). */
 tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes);
-/* Sorts along `dim` (stable).  NaN sorts as larger than every number.
- * Either output pointer may be NULL if not wanted. */
+/* Sorts along `dim` (stable, also descending: equal elements keep their
+ * order).  NaN sorts as larger than every number (last ascending, first
+ * descending); -0.0 equals 0.0.  *values (t's dtype) and *indices (I64)
+ * receive new references (NULL on failure); either pointer may be NULL if
+ * not wanted, not both.  A 0-d tensor sorts to itself with index 0. */
 tm_status tm_sort(const tm_tensor *t, int dim, bool descending,
                   tm_tensor **values, tm_tensor **indices);
 tm_tensor *tm_argsort(const tm_tensor *t, int dim, bool descending);
 /* The k largest (or smallest) along `dim`, in sorted order; ties keep the
- * lower index first. */
+ * lower index first; NaN counts as largest.  k in [0, size of dim] (k == 1
+ * for a 0-d tensor), else TM_EINVAL.  Outputs as for tm_sort. */
 tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
                   tm_tensor **values, tm_tensor **indices);
 /* Tiles `t`: repeats[i] copies along each dim, as torch.Tensor.repeat
  * (nrep >= ndim; extra leading entries add dims). */
 tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep);
-/* Lower / upper triangle of the last two dims; the rest set to 0.
- * diagonal 0 is the main diagonal, > 0 above it, < 0 below. */
+/* Lower / upper triangle of the last two dims (t needs >= 2 dims); the
+ * rest set to 0.  diagonal 0 is the main diagonal, > 0 above it, < 0
+ * below. */
 tm_tensor *tm_tril(const tm_tensor *t, int64_t diagonal);
 tm_tensor *tm_triu(const tm_tensor *t, int64_t diagonal);
 tm_status tm_tril_(tm_tensor *t, int64_t diagonal);
