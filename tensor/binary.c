@@ -70,42 +70,8 @@ static bool tm__can_cast(tm_dtype from, tm_dtype to)
     return true;
 }
 
-/* Checks that t can be written elementwise: no two elements share memory
- * through a stride-0 (expanded) dim. */
-static tm_status tm__check_writable(const char *fn, const tm_tensor *t)
-{
-    for (int i = 0; i < t->ndim; i++)
-        if (t->shape[i] > 1 && t->strides[i] == 0)
-            return tm__errf(TM_EINVAL, fn, "cannot write in place into an "
-                            "expanded tensor (dim %d has stride 0)", i);
-    return TM_OK;
-}
 
-/* Re-records the error a kernel just set as coming from fn (the kernel's
- * own function-name prefix is dropped). */
-static tm_status tm__kernel_error(const char *fn, tm_status st)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", tm_last_error());
-    const char *m = msg, *colon = strstr(msg, ": ");
-    if (colon && !memchr(msg, ' ', (size_t)(colon - msg))) m = colon + 2;
-    return tm__errf(st, fn, "%s", m);
-}
 
-/* A 0-d tensor of `dt` on `dev` holding v (converted to dt). */
-static tm_tensor *tm__scalar_tensor(const char *fn, double v, tm_dtype dt,
-                                    tm_device dev)
-{
-    tm_tensor *s = tm__tensor_new(fn, NULL, 0, dt, dev);
-    if (!s) return NULL;
-    const tm_backend *be = tm__backend(s, fn);
-    tm_buf b = tm__buf(s);
-    if (!be || be->fill(&b, v)) {
-        tm_free(s);
-        return NULL;
-    }
-    return s;
-}
 
 /* A Python number against a tensor of dtype dt ("wrapped number"): it does
  * not widen a float tensor; an integral value keeps an integer tensor's
@@ -134,7 +100,7 @@ static tm_status tm__round_operand(const char *fn, const tm_tensor *x,
     if ((pt == TM_F16 || pt == TM_BF16) &&
         (x->dtype == TM_I16 || x->dtype == TM_I32 || x->dtype == TM_I64)) {
         *tmp = tm_to_dtype(x, pt);
-        if (!*tmp) return tm__kernel_error(fn, tm_last_status());
+        if (!*tmp) return tm__relabel_error(fn, tm_last_status());
     }
     return TM_OK;
 }
@@ -162,7 +128,7 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
            bb = tm__buf_bcast(tb ? tb : b, shape, nd);
     tm_status st = be->binary(op, &o, &ab, &bb);
     if (st) {
-        tm__kernel_error(fn, st);
+        tm__relabel_error(fn, st);
         tm_free(out);
         out = NULL;
     }
@@ -196,7 +162,7 @@ static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
 {
     if (tm__check_op(fn, op) || tm__check_operand(fn, t, "a")) return NULL;
     tm_dtype sdt, pt = tm__wrapped_dtype(t->dtype, s, &sdt);
-    tm_tensor *st = tm__scalar_tensor(fn, s, sdt, t->storage->device);
+    tm_tensor *st = tm__scalar_on(fn, s, sdt, t->storage->device);
     if (!st) return NULL;
     tm_tensor *out = rev ? tm__binary_new(fn, op, st, t, pt)
                          : tm__binary_new(fn, op, t, st, pt);
@@ -239,7 +205,7 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
     if (tm__round_operand(fn, b, pt, &tmp)) return tm_last_status();
     if (!tmp && !same && tm__may_overlap(a, b)) {
         tmp = tm_clone(b);
-        if (!tmp) return tm__kernel_error(fn, tm_last_status());
+        if (!tmp) return tm__relabel_error(fn, tm_last_status());
     }
     if (tmp) bb = tm__buf_bcast(tmp, a->shape, a->ndim);
     tm_status st;
@@ -255,7 +221,7 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
         st = be->binary(op, &o, &o, &bb);
     }
     tm_free(tmp);
-    if (st) return tm__kernel_error(fn, st);
+    if (st) return tm__relabel_error(fn, st);
     tm__bump_version(a);
     return TM_OK;
 }
@@ -290,7 +256,7 @@ static tm_status tm__binary_scalar_(const char *fn, tm_binary_op op,
     if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a"))
         return tm_last_status();
     tm_dtype sdt, pt = tm__wrapped_dtype(a->dtype, s, &sdt);
-    tm_tensor *st = tm__scalar_tensor(fn, s, sdt, a->storage->device);
+    tm_tensor *st = tm__scalar_on(fn, s, sdt, a->storage->device);
     if (!st) return tm_last_status();
     tm_status r = tm__binary_inplace(fn, op, a, st, pt);
     tm_free(st);

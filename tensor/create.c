@@ -22,6 +22,20 @@ static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
     return t;
 }
 
+tm_tensor *tm__scalar_on(const char *fn, double v, tm_dtype dt,
+                         tm_device dev)
+{
+    tm_tensor *s = tm__tensor_new(fn, NULL, 0, dt, dev);
+    if (!s) return NULL;
+    const tm_backend *be = tm__backend(s, fn);
+    tm_buf b = tm__buf(s);
+    if (!be || be->fill(&b, v)) {
+        tm_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 tm_tensor *tm_zeros(const int64_t *shape, int ndim, tm_dtype dt)
 {
     return tm__full(__func__, shape, ndim, 0.0, dt);

@@ -84,6 +84,15 @@ tm_status tm__errf(tm_status s, const char *fn, const char *fmt, ...)
     return s;
 }
 
+tm_status tm__relabel_error(const char *fn, tm_status st)
+{
+    char msg[sizeof tm__err_msg];
+    const char *m = tm__err_msg, *colon = strstr(m, ": ");
+    if (colon && !memchr(m, ' ', (size_t)(colon - m))) m = colon + 2;
+    snprintf(msg, sizeof msg, "%s", m);
+    return tm__errf(st, fn, "%s", msg);
+}
+
 char *tm__fmt_shape(const int64_t *shape, int ndim, char *buf, size_t size)
 {
     size_t n = 0;

@@ -4,16 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Kernels name themselves in their messages ("tm__cpu_gather: index 7 is
- * out of range ..."); callers should see the public function instead. */
-static tm_status tm__relabel(const char *fn, tm_status st)
-{
-    char msg[512];
-    const char *m = tm_last_error();
-    const char *colon = strstr(m, ": ");
-    snprintf(msg, sizeof msg, "%s", colon ? colon + 2 : m);
-    return tm__errf(st, fn, "%s", msg);
-}
 
 static tm_status tm__check_index_dtype(const char *fn, const tm_tensor *index)
 {
@@ -67,7 +57,7 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
     tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
     tm_status st = be->gather(&o, &in, d, &ix);
     if (st) {
-        tm__relabel(__func__, st);
+        tm__relabel_error(__func__, st);
         tm_free(out);
         return NULL;
     }
@@ -135,7 +125,7 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
         sb = tm__buf_bcast(s, ix->shape, ix->ndim);
     }
     st = be->scatter(&db, d, &ib, &sb, add);
-    if (st) tm__relabel(fn, st);
+    if (st) tm__relabel_error(fn, st);
     else tm__bump_version(dst);
     goto done;
 fail:
@@ -248,7 +238,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
     }
     tm_status st = be->index_select(&o, &in, d, &ix);
     if (st) {
-        tm__relabel(__func__, st);
+        tm__relabel_error(__func__, st);
         tm_free(out);
         return NULL;
     }
@@ -329,7 +319,7 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
         }
         tm_free(src);
         if (st) {
-            tm__relabel(__func__, st);
+            tm__relabel_error(__func__, st);
             goto fail;
         }
     }

@@ -97,12 +97,7 @@ static tm_status tm__random_fill(const char *fn, tm_tensor *t, int kind,
 static tm_status tm__check_target(const char *fn, const tm_tensor *t)
 {
     if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
-    for (int d = 0; d < t->ndim; d++)
-        if (t->strides[d] == 0 && t->shape[d] > 1)
-            return tm__errf(TM_EINVAL, fn,
-                            "dim %d of size %lld has stride 0: its elements "
-                            "share memory", d, (long long)t->shape[d]);
-    return TM_OK;
+    return tm__check_writable(fn, t);
 }
 
 static tm_status tm__check_float(const char *fn, tm_dtype dt)

@@ -158,6 +158,17 @@ tm_status tm__check_tensor(const char *fn, const tm_tensor *t,
     return TM_OK;
 }
 
+tm_status tm__check_writable(const char *fn, const tm_tensor *t)
+{
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1 && t->strides[i] == 0)
+            return tm__errf(TM_EINVAL, fn,
+                            "cannot write in place into an expanded tensor: "
+                            "dim %d of size %lld has stride 0", i,
+                            (long long)t->shape[i]);
+    return TM_OK;
+}
+
 tm_status tm__check_same_device(const char *fn, const tm_tensor *const *ts,
                                 int n)
 {

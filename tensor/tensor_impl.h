@@ -50,6 +50,11 @@ tm_status tm__errf(tm_status s, const char *fn, const char *fmt, ...)
 char *tm__fmt_shape(const int64_t *shape, int ndim, char *buf, size_t size);
 #define TM_SHAPE_BUF 192
 
+/* Re-records the calling thread's last error as coming from `fn`: a
+ * leading "name: " prefix (a kernel's or helper's own name) is replaced.
+ * Returns `st`. */
+tm_status tm__relabel_error(const char *fn, tm_status st);
+
 /* Internal invariant (a bug if it fails): logs and returns `ret`. */
 #define TM_ASSERT(cond, ret)                                                  \
     do {                                                                      \
@@ -95,6 +100,12 @@ tm_tensor *tm__tensor_new(const char *fn, const int64_t *shape, int ndim,
 tm_tensor *tm__view_of(const char *fn, const tm_tensor *base,
                        const int64_t *shape, const int64_t *strides, int ndim,
                        int64_t offset);
+/* A 0-d tensor of `dt` on `dev` holding v (converted to dt). */
+tm_tensor *tm__scalar_on(const char *fn, double v, tm_dtype dt,
+                         tm_device dev);
+/* Fails (TM_EINVAL) when t has an expanded dim (size > 1, stride 0), whose
+ * elements share memory and so cannot be written elementwise. */
+tm_status tm__check_writable(const char *fn, const tm_tensor *t);
 /* Strides of a contiguous tensor of `shape`. */
 void tm__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 /* The kernel view of a tensor (optionally broadcast to shape[ndim] — the

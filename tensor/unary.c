@@ -110,11 +110,7 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
                         "cannot be written back into %s", tm__unary_names[op],
                         tm_dtype_name(t->dtype), tm_dtype_name(rd),
                         tm_dtype_name(t->dtype));
-    for (int d = 0; d < t->ndim; d++)
-        if (t->strides[d] == 0 && t->shape[d] > 1)
-            return tm__errf(TM_EINVAL, fn, "dim %d of the tensor is broadcast "
-                            "(stride 0), so several elements share memory; "
-                            "write into a contiguous copy", d);
+    if (tm__check_writable(fn, t)) return tm_last_status();
     const tm_backend *be = tm__backend(t, fn);
     if (!be) return tm_last_status();
     if (tm_numel(t) > 0) {

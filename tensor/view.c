@@ -386,9 +386,7 @@ tm_tensor *tm_as_strided(const tm_tensor *t, const int64_t *shape,
     }
     tm_tensor *v = tm_tensor_from_storage(t->storage, offset, shape, strides,
                                           ndim, t->dtype);
-    if (!v) /* re-label the error with this function's name */
-        TM_ERR(tm_last_status(), "%s",
-               tm_last_error() + strlen("tm_tensor_from_storage: "));
+    if (!v) tm__relabel_error(__func__, tm_last_status());
     return v;
 }
 

@@ -15,30 +15,7 @@ static tm_status tm__check_dense(const char *fn, const tm_tensor *t,
     return TM_OK;
 }
 
-/* Re-records a kernel's error as coming from fn. */
-static tm_status tm__kernel_error(const char *fn, tm_status st)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", tm_last_error());
-    const char *m = msg, *colon = strstr(msg, ": ");
-    if (colon && !memchr(msg, ' ', (size_t)(colon - msg))) m = colon + 2;
-    return tm__errf(st, fn, "%s", m);
-}
 
-/* A 0-d tensor of `dt` on `dev` holding v (converted to dt). */
-static tm_tensor *tm__scalar_tensor(const char *fn, double v, tm_dtype dt,
-                                    tm_device dev)
-{
-    tm_tensor *s = tm__tensor_new(fn, NULL, 0, dt, dev);
-    if (!s) return NULL;
-    const tm_backend *be = tm__backend(s, fn);
-    tm_buf b = tm__buf(s);
-    if (!be || be->fill(&b, v)) {
-        tm_free(s);
-        return NULL;
-    }
-    return s;
-}
 
 /* out = cond ? a : b with every operand broadcast to out's shape (the
  * caller has checked that they broadcast). */
@@ -53,18 +30,9 @@ static tm_status tm__where_into(const char *fn, tm_tensor *out,
     tm_buf ab = tm__buf_bcast(a, out->shape, out->ndim);
     tm_buf bb = tm__buf_bcast(b, out->shape, out->ndim);
     tm_status st = be->where(&o, &c, &ab, &bb);
-    return st ? tm__kernel_error(fn, st) : TM_OK;
+    return st ? tm__relabel_error(fn, st) : TM_OK;
 }
 
-/* Writing into t elementwise needs each element to have its own memory. */
-static tm_status tm__check_writable(const char *fn, const tm_tensor *t)
-{
-    for (int i = 0; i < t->ndim; i++)
-        if (t->shape[i] > 1 && t->strides[i] == 0)
-            return tm__errf(TM_EINVAL, fn, "cannot write in place into an "
-                            "expanded tensor (dim %d has stride 0)", i);
-    return TM_OK;
-}
 
 tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
                     const tm_tensor *b)
@@ -133,7 +101,7 @@ static tm_status tm__masked_fill_into(const char *fn, tm_tensor *out,
                                       const tm_tensor *t,
                                       const tm_tensor *mask, double value)
 {
-    tm_tensor *v = tm__scalar_tensor(fn, value, t->dtype, t->storage->device);
+    tm_tensor *v = tm__scalar_on(fn, value, t->dtype, t->storage->device);
     if (!v) return tm_last_status();
     tm_status st = tm__where_into(fn, out, mask, v, t);
     tm_free(v);
@@ -184,11 +152,11 @@ static tm_status tm__tri_into(const char *fn, tm_tensor *out,
             m[i * cols + j] = upper ? j - i >= k : j - i <= k;
     tm_tensor *mask = tm_to(host, t->storage->device);
     tm_free(host);
-    tm_tensor *zero = mask ? tm__scalar_tensor(fn, 0, t->dtype,
+    tm_tensor *zero = mask ? tm__scalar_on(fn, 0, t->dtype,
                                                t->storage->device)
                            : NULL;
     tm_status st = zero ? tm__where_into(fn, out, mask, t, zero)
-                        : tm__kernel_error(fn, tm_last_status());
+                        : tm__relabel_error(fn, tm_last_status());
     tm_free(zero);
     tm_free(mask);
     return st;

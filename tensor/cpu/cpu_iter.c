@@ -9,6 +9,12 @@ void tm__iter_init(tm__iter *it, int nop, const tm_buf *const *bufs)
     it->numel = 1;
     for (int k = 0; k < nop; k++) it->data[k] = bufs[k]->data;
     for (int d = 0; d < b0->ndim; d++) it->numel *= b0->shape[d];
+    if (it->numel == 0) { /* nothing to visit; other dims may be huge */
+        it->ndim = 1;
+        it->shape[0] = 0;
+        for (int k = 0; k < nop; k++) it->strides[k][0] = 0;
+        return;
+    }
     for (int d = 0; d < b0->ndim; d++) {
         if (b0->shape[d] == 1) continue;
         int n = it->ndim;
