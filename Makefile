@@ -4,6 +4,7 @@
 #   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
 #   make test ARCH=aarch64            cross-compile, run under qemu-user
 #   make demo             build and run the main example
+#   make bench            time core ops against numpy (needs numpy)
 #   make refdata          regenerate tests/data from tests/gen (needs numpy)
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
 
@@ -58,7 +59,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 STATIC := $(LIBDIR)/libfoundry.a
 SHARED := $(LIBDIR)/libfoundry.so
 
-.PHONY: all test test-c demo examples refdata clean .deps-aarch64
+.PHONY: all test test-c demo examples bench refdata clean .deps-aarch64
 all: $(STATIC) $(SHARED)
 
 $(B)/obj/%.o: %.c | $(DEPS)
@@ -100,6 +101,14 @@ demo: $(B)/examples/train_mlp
 .deps-aarch64:
 	@command -v aarch64-linux-gnu-gcc >/dev/null && \
 	 command -v qemu-aarch64 >/dev/null || ./tools/install-deps.sh aarch64
+
+# Times core ops against numpy in the same run (needs numpy); see bench/.
+$(B)/bench/%: bench/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
+
+bench: $(B)/bench/bench_core
+	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 
 refdata:
 	$(PYTHON) tests/gen/gen_all.py
