@@ -50,6 +50,11 @@ tm_status tm__cpu_where(const tm_buf *out, const tm_buf *cond,
                         const tm_buf *a, const tm_buf *b);
 tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
                          int nred, double p);
+/* The column-sum path of tm__cpu_reduce (cpu_reduce_cols.c). */
+bool tm__red_cols_applies(tm_reduce_op op, const tm_buf *out,
+                          const tm_buf *in, int nred);
+tm_status tm__red_cols(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
+                       int nred);
 tm_status tm__cpu_arg_reduce(bool is_max, const tm_buf *indices,
                              const tm_buf *values, const tm_buf *in);
 tm_status tm__cpu_cumsum(const tm_buf *out, const tm_buf *in, int dim);

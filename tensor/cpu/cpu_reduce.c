@@ -567,6 +567,8 @@ tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
                          int nred, double p)
 {
     TM_ASSERT((unsigned)op < TM_REDUCE_OP_COUNT, TM_ESTATE);
+    if (tm__red_cols_applies(op, out, in, nred))
+        return tm__red_cols(op, out, in, nred);
     tm__red_job j;
     memset(&j, 0, sizeof j);
     j.op = (int)op;

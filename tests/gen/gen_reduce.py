@@ -438,4 +438,25 @@ err_case("cumsum_bad_dim", "cumsum", x, "TM_EINVAL",
 err_case("sum_0d_bad_dim", "sum", Input(np.array(1.0), "f32"), "TM_EINVAL",
          "dim 1 is out of range for a 0-d tensor", dims=[1], keepdim=0)
 
+# F32 sum/mean over leading dims with a contiguous kept row of >= 8
+# elements take the column path (cpu_reduce_cols.c): whole rows are added
+# into double accumulators.  Same tolerance as every F32 reduction.
+crng = np.random.default_rng(7)
+cols = np.round(crng.standard_normal((5, 3, 20)), 3)
+cols_nan = cols.copy()
+cols_nan[2, 1, 7] = np.nan
+cols_nan[4, 0, 3] = np.inf
+for op in ("sum", "mean"):
+    reduce_case(f"{op}_cols_d0", op, Input(cols, "f32"), [0], False)
+    reduce_case(f"{op}_cols_d01_keep", op, Input(cols, "f32"), [0, 1], True)
+    reduce_case(f"{op}_cols_step", op,
+                Input(cols, "f32", [("slice", 0, 0, 5, 2)]), [0], False)
+    reduce_case(f"{op}_cols_nan", op, Input(cols_nan, "f32"), [1, 0], False)
+    reduce_case(f"{op}_cols_t", op,
+                Input(cols, "f32", [("permute", 1, 0, 2)]), [1], False)
+reduce_case("sum_cols_empty", "sum",
+            Input(np.zeros((0, 10)), "f32"), [0], False)
+reduce_case("mean_cols_empty", "mean",
+            Input(np.zeros((0, 10)), "f32"), [0], False)
+
 write("reduce.ref", cases, "tests/gen/gen_reduce.py")
