@@ -2,6 +2,7 @@
 #   make                  lib/libfoundry.a and lib/libfoundry.so
 #   make test             build and run every test (C harness)
 #   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
+#   make test SAN=thread              C tests under ThreadSanitizer
 #   make test ARCH=aarch64            cross-compile, run under qemu-user
 #   make demo             build and run the main example
 #   make bench            time core ops against numpy (needs numpy)
@@ -85,9 +86,10 @@ $(B)/examples/%: examples/%.c $(STATIC)
 
 # Sanitizer findings (including leaks) make the run fail.
 SANENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
-          UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+          UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+          TSAN_OPTIONS=halt_on_error=1
 
-test: test-c
+test: test-c examples
 
 test-c: $(B)/tests/run_tests
 	$(SANENV) $(RUN) $(B)/tests/run_tests $(T)
