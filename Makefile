@@ -27,7 +27,8 @@ else
 endif
 
 CCNAME := $(notdir $(firstword $(CC)))
-CONFIG := $(ARCH)-$(CCNAME)$(if $(SAN),-san)
+comma := ,
+CONFIG := $(ARCH)-$(CCNAME)$(if $(SAN),-$(subst $(comma),-,$(SAN)))
 BUILD ?= build
 B := $(BUILD)/$(CONFIG)
 # The plain native build is the one users link: it goes to lib/.
@@ -89,9 +90,10 @@ SANENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
           TSAN_OPTIONS=halt_on_error=1
 
-test: test-c examples
+test: test-c
 
-test-c: $(B)/tests/run_tests
+# examples are built too, so they cannot rot; then the tests run
+test-c: $(B)/tests/run_tests $(EXAMPLES)
 	$(SANENV) $(RUN) $(B)/tests/run_tests $(T)
 
 examples: $(EXAMPLES)
