@@ -93,12 +93,17 @@ static tm_dtype tm__wrapped_dtype(tm_dtype dt, double s, tm_dtype *sdt)
  * The backend computes F16/BF16 in F32, which gives the same result except
  * for integers too wide to be exact in F16/BF16 (I16, I32, I64): those are
  * rounded to pt first.  *tmp gets that copy (or NULL when not needed). */
+static bool tm__needs_rounding(tm_dtype dt, tm_dtype pt)
+{
+    return (pt == TM_F16 || pt == TM_BF16) &&
+           (dt == TM_I16 || dt == TM_I32 || dt == TM_I64);
+}
+
 static tm_status tm__round_operand(const char *fn, const tm_tensor *x,
                                    tm_dtype pt, tm_tensor **tmp)
 {
     *tmp = NULL;
-    if ((pt == TM_F16 || pt == TM_BF16) &&
-        (x->dtype == TM_I16 || x->dtype == TM_I32 || x->dtype == TM_I64)) {
+    if (tm__needs_rounding(x->dtype, pt)) {
         *tmp = tm_to_dtype(x, pt);
         if (!*tmp) return tm__relabel_error(fn, tm_last_status());
     }
@@ -209,10 +214,14 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
     }
     if (tmp) bb = tm__buf_bcast(tmp, a->shape, a->ndim);
     tm_status st;
-    if (!tm_dtype_is_float(pt) && (op == TM_OP_FLOOR_DIVIDE ||
-                                   op == TM_OP_REMAINDER || op == TM_OP_POW)) {
+    if ((!tm_dtype_is_float(pt) && (op == TM_OP_FLOOR_DIVIDE ||
+                                    op == TM_OP_REMAINDER || op == TM_OP_POW)) ||
+        tm__needs_rounding(a->dtype, pt)) {
         /* These can fail half-way (division by zero, negative exponent):
-         * compute aside so that a failure leaves a untouched. */
+         * compute aside so that a failure leaves a untouched.  So is an
+         * integer a that must be rounded to an F16/BF16 pt first (i32 a
+         * compared with f16 b): tm__binary_new rounds it, the kernel on a's
+         * own memory would not. */
         tm_tensor *r = tm__binary_new(fn, op, a, tmp ? tmp : b, pt);
         tm_buf rb = r ? tm__buf(r) : o;
         st = r ? be->copy(&o, &rb) : tm_last_status();
@@ -337,20 +346,33 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
     const tm_tensor *ts[3] = {t, lo, hi};
     if (tm__check_same_device(__func__, ts, 3)) return NULL;
     /* min(max(t, lo), hi): maximum/minimum propagate NaN from t (and from
-     * a NaN bound, as PyTorch's clamp does); lo > hi gives hi. */
+     * a NaN bound, as PyTorch's clamp does); lo > hi gives hi.  t is first
+     * converted to the dtype promoted over all three, so both steps compute
+     * in it: max(t, lo) in the pair's dtype would round t (an i32 t with a
+     * bf16 lo, or an f16 t with an i32 lo, even when hi is f64). */
+    tm_dtype pt = t->dtype;
+    if (lo) pt = tm_promote_types(pt, lo->dtype);
+    if (hi) pt = tm_promote_types(pt, hi->dtype);
+    tm_tensor *tc = NULL;
+    if (pt != t->dtype && !(tc = tm_to_dtype(t, pt))) {
+        tm__relabel_error(__func__, tm_last_status());
+        return NULL;
+    }
     tm_tensor *r = NULL;
-    const tm_tensor *x = t;
+    const tm_tensor *x = tc ? tc : t;
     if (lo) {
-        r = tm__binary_new(__func__, TM_OP_MAXIMUM, t, lo,
-                           tm_promote_types(t->dtype, lo->dtype));
-        if (!r) return NULL;
+        r = tm__binary_new(__func__, TM_OP_MAXIMUM, x, lo, pt);
+        if (!r) {
+            tm_free(tc);
+            return NULL;
+        }
         x = r;
     }
     if (hi) {
-        tm_tensor *r2 = tm__binary_new(__func__, TM_OP_MINIMUM, x, hi,
-                                       tm_promote_types(x->dtype, hi->dtype));
+        tm_tensor *r2 = tm__binary_new(__func__, TM_OP_MINIMUM, x, hi, pt);
         tm_free(r);
         r = r2;
     }
+    tm_free(tc);
     return r;
 }

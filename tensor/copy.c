@@ -85,6 +85,7 @@ tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)
                       tm__fmt_shape(src->shape, src->ndim, a, sizeof a),
                       tm__fmt_shape(dst->shape, dst->ndim, b, sizeof b));
     }
+    if (tm__check_writable(__func__, dst)) return tm_last_status();
     tm_status st;
     if (tm__may_overlap(dst, src)) {
         tm_tensor *tmp = tm_clone(src);
@@ -100,7 +101,9 @@ tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)
 
 tm_status tm_fill_(tm_tensor *dst, double value)
 {
-    if (tm__check_tensor(__func__, dst, "dst")) return tm_last_status();
+    if (tm__check_tensor(__func__, dst, "dst") ||
+        tm__check_writable(__func__, dst))
+        return tm_last_status();
     const tm_backend *be = tm__backend(dst, __func__);
     if (!be) return tm_last_status();
     tm_buf d = tm__buf(dst);

@@ -98,6 +98,8 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
         const tm_tensor *ts[2] = {dst, src};
         if (tm__check_same_device(fn, ts, 2)) return tm_last_status();
     }
+    /* several index positions would land on one stride-0 element */
+    if (tm__check_writable(fn, dst)) return tm_last_status();
     const tm_backend *be = tm__backend(dst, fn);
     if (!be) return tm_last_status();
     if (tm_numel(index) == 0) return TM_OK;

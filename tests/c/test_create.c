@@ -187,6 +187,24 @@ TEST(copy_broadcasts_converts_and_handles_overlap)
     tm_free(dst);
 }
 
+TEST(copy_and_fill_into_an_expanded_tensor_are_errors)
+{
+    tm_tensor *base = tm_zeros((int64_t[]){2, 1}, 2, TM_I32);
+    tm_tensor *e = tm_expand(base, (int64_t[]){2, 3}, 2);
+    tm_tensor *src = tm_arange(0, 3, 1, TM_I32);
+    REQUIRE(base && e && src);
+    CHECK_STATUS(tm_copy_(e, src), TM_EINVAL,
+                 "tm_copy_: cannot write in place into an expanded tensor: "
+                 "dim 1 of size 3 has stride 0");
+    CHECK_STATUS(tm_fill_(e, 7), TM_EINVAL,
+                 "tm_fill_: cannot write in place into an expanded tensor");
+    double zeros[2] = {0};
+    CHECK_VALUES(base, zeros, 2, 0, 0);
+    tm_free(src);
+    tm_free(e);
+    tm_free(base);
+}
+
 TEST(describe_names_dtype_shape_and_strides)
 {
     tm_tensor *a = tm_zeros((int64_t[]){2, 3}, 2, TM_BF16);

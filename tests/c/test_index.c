@@ -164,6 +164,27 @@ TEST(failed_inplace_scatter_leaves_the_tensor_unchanged)
     tm_free(src);
 }
 
+TEST(inplace_scatter_into_an_expanded_tensor_is_an_error)
+{
+    /* [1] expanded to [3]: scatter_ used to write through the stride-0 dim,
+     * so every position aliased one element */
+    tm_tensor *base = tm_full((int64_t[]){1}, 1, 5, TM_F32);
+    tm_tensor *t = tm_expand(base, (int64_t[]){3}, 1);
+    tm_tensor *ix = tt_tensor((double[]){0, 2}, (int64_t[]){2}, 1, TM_I64);
+    tm_tensor *src = tm_ones((int64_t[]){2}, 1, TM_F32);
+    REQUIRE(base && t && ix && src);
+    CHECK_STATUS(tm_scatter_(t, 0, ix, src), TM_EINVAL,
+                 "tm_scatter_: cannot write in place into an expanded tensor");
+    CHECK_STATUS(tm_scatter_add_(t, 0, ix, src), TM_EINVAL,
+                 "tm_scatter_add_: cannot write in place into an expanded");
+    double five[] = {5};
+    CHECK_VALUES(base, five, 1, 0, 0);
+    tm_free(src);
+    tm_free(ix);
+    tm_free(t);
+    tm_free(base);
+}
+
 TEST(scatter_source_overlapping_the_target_reads_old_values)
 {
     /* t[index[i]] = t[i] with t as its own source: every read must see

@@ -544,7 +544,12 @@ cases.append(Case("where_shapes_do_not_broadcast", "where",
 
 
 def clamp_case(name, t, lo=None, hi=None):
-    R, dt = t.value, t.dtype
+    # both steps run in the dtype promoted over all three operands
+    pt = t.dtype
+    for b in (lo, hi):
+        if b is not None:
+            pt = promote(pt, b.dtype)
+    R, dt = cast(t.value, pt), pt
     if lo is not None:
         R, dt = tensor_op("maximum", R, dt, lo.value, lo.dtype)
     if hi is not None:
@@ -641,6 +646,43 @@ tri_case("triu_inplace_noncontig", "triu_",
 tri_case("tril_inplace_batched", "tril_", inp("f32", [2, 3, 3]), -1)
 cases.append(Case("tril_needs_2_dims", "tril", [inp("f32", [4])], k=0)
              .error("TM_EINVAL", "at least 2 dims"))
+
+# --------------------------------------------------- appended regressions
+# Cases found by tests/fuzz/diff_ops.py; a generator of their own, so the
+# data above does not change.
+rng_fuzz = np.random.default_rng(20270101)
+
+# i32 with a bf16 lo and an f64 hi: max(t, lo) used to run in bf16 and round
+# t (-281 -> -280, 257 -> 256) although the result dtype is f64.
+clamp_case("clamp_tensor_i32_bf16_lo_f64_hi",
+           Input(np.array([[-281, 257, 3], [1001, -7, 255]]), "i32"),
+           Input(np.array([-300.0, 0.5, 2.0]), "bf16"),
+           Input(rng_fuzz.integers(300, 2000, (2, 1)).astype(np.float64),
+                 "f64"))
+# f16 t, i32 lo, f64 hi: the kernel picks its compute type from its two
+# operands, so max(t, lo) ran in f32 (937392860 -> 937392832).
+clamp_case("clamp_tensor_f16_i32_lo_f64_hi",
+           Input(np.array([[1.5, -2.0, np.nan], [65504.0, np.inf, -0.0]]),
+                 "f16"),
+           Input(np.array([[937392861], [-16777217]]), "i32"),
+           Input(np.array([1e300, 2e9, 1.0]), "f64"))
+clamp_case("clamp_tensor_u8_f16_lo_i64_hi",
+           Input(rng_fuzz.integers(0, 256, (3, 4)), "u8",
+                 [("transpose", 0, 1)]),
+           Input(np.array(100.5), "f16"),
+           Input(np.array([[250], [300], [2], [255]]), "i64"))
+
+# In place, an integer a meeting an f16/bf16 b is rounded to that dtype
+# first, as out of place: i32 2027171362 becomes f16 inf (== inf), 2049
+# becomes 2048.  The in-place kernel used to compare a's raw values.
+for bdt in ("f16", "bf16"):
+    binop_case(f"eq_inplace_i32_{bdt}_rounds_a", "eq",
+               Input(np.array([[2027171362, 2049, 5], [-70000, 257, 0]]),
+                     "i32", [("transpose", 0, 1)]),
+               Input(np.array([[np.inf], [2048.0], [5.0]]), bdt), "_")
+    odd = rng_fuzz.integers(1024, 2048, (3, 4)) * 2 + 1  # not exact in f16
+    binop_case(f"gt_inplace_i64_{bdt}_rounds_a", "gt", Input(odd, "i64"),
+               Input(odd[0] - 1.0, bdt), "_")
 
 write("binary.ref", cases, "gen_binary.py: binary ops, where, clamp_tensor, "
       "masked_fill, tril/triu")
