@@ -75,6 +75,24 @@ static bool tm__unary_valid(const char *fn, tm_unary_op op)
     return false;
 }
 
+/* An integer clamp keeps the dtype, so its bounds saturate to the dtype's
+ * range: clamping i16 to lo = 1e9 gives 32767, the nearest representable
+ * value, not a wrapped one. */
+static void tm__saturate_bounds(tm_unary_op op, tm_dtype rd, double *p0,
+                                double *p1)
+{
+    static const double lim[][2] = {
+        [TM_I8] = {-128, 127}, [TM_U8] = {0, 255},
+        [TM_I16] = {-32768, 32767}, [TM_I32] = {-2147483648.0, 2147483647.0},
+        [TM_I64] = {-0x1p63, 0x1p63}};
+    if (op != TM_OP_CLAMP || !tm_dtype_is_integer(rd)) return;
+    for (int k = 0; k < 2; k++) {
+        double *p = k ? p1 : p0;
+        if (*p < lim[rd][0]) *p = lim[rd][0];
+        if (*p > lim[rd][1]) *p = lim[rd][1]; /* NaN compares false: kept */
+    }
+}
+
 static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
                             const tm_tensor *t, double p0, double p1)
 {
@@ -82,6 +100,7 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
     if (tm__check_tensor(fn, t, "tensor") || !tm__unary_valid(fn, op) ||
         tm__unary_dtype(fn, op, t->dtype, p0, p1, &rd))
         return NULL;
+    tm__saturate_bounds(op, rd, &p0, &p1);
     const tm_backend *be = tm__backend(t, fn);
     if (!be) return NULL;
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, rd,
@@ -113,6 +132,7 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
     if (tm__check_writable(fn, t)) return tm_last_status();
     const tm_backend *be = tm__backend(t, fn);
     if (!be) return tm_last_status();
+    tm__saturate_bounds(op, rd, &p0, &p1);
     if (tm_numel(t) > 0) {
         tm_buf b = tm__buf(t);
         st = be->unary(op, &b, &b, p0, p1);

@@ -117,7 +117,8 @@ tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
 /* Limits to [lo, hi]; pass NAN for "no bound".  NaN inputs stay NaN;
  * lo > hi gives hi (min(max(x, lo), hi), as PyTorch).  Float tensors keep
  * their dtype; integer tensors keep theirs when the bounds are integral
- * (BOOL then gives I64) and give F32 otherwise. */
+ * (BOOL then gives I64) and give F32 otherwise.  Integral bounds outside
+ * the integer dtype's range saturate to it (i16 with lo 1e9 gives 32767). */
 tm_tensor *tm_clamp(const tm_tensor *t, double lo, double hi);
 tm_status tm_clamp_(tm_tensor *t, double lo, double hi);
 /* Tensor bounds (either may be NULL, not both), broadcast:

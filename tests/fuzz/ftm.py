@@ -486,12 +486,14 @@ def ref_unary(op, x, dt, p0, p1):
         if op == "clamp":
             if math.isnan(p0) and math.isnan(p1):
                 return x, dt  # no bounds: every dtype kept
+            od = "i64" if dt == "bool" else dt
+            info = np.iinfo(NP[od])  # bounds saturate to the dtype's range
             r = xi
             if not math.isnan(p0):
-                r = np.maximum(r, int(p0))
+                r = np.maximum(r, min(max(int(p0), int(info.min)), int(info.max)))
             if not math.isnan(p1):
-                r = np.minimum(r, int(p1))
-            return cast(r, "i64" if dt == "bool" else dt), ("i64" if dt == "bool" else dt)
+                r = np.minimum(r, min(max(int(p1), int(info.min)), int(info.max)))
+            return cast(r, od), od
         r = {"neg": -xi, "abs": np.abs(xi), "sign": np.sign(xi),
              "relu": np.maximum(xi, 0), "square": xi * xi}.get(op, xi)
         od = "i64" if (op == "square" and dt == "bool") else dt

@@ -396,6 +396,20 @@ def main():
     cases.append(Case("isnan_inplace_f32_is_an_error", "isnan_", [x])
                  .error("TM_EDTYPE", "isnan of a f32 tensor gives bool"))
 
+    # integral clamp bounds beyond an integer dtype saturate to its range
+    srng = np.random.default_rng(31)
+    for dt, lo, hi in (("i16", 1e9, math.nan), ("u8", math.nan, -2.0),
+                       ("i8", -1000.0, 1000.0), ("i32", -3e10, 5.0)):
+        x = Input(srng.integers(*INT_RANGE[dt], (3, 4), endpoint=True), dt)
+        rlo, rhi = INT_RANGE[dt]
+        sat = dict(lo=lo if math.isnan(lo) else min(max(lo, rlo), rhi),
+                   hi=hi if math.isnan(hi) else min(max(hi, rlo), rhi))
+        for name, op in (("", "clamp"), ("_inplace", "clamp_")):
+            c = Case(f"clamp{name}_{dt}_saturating_bounds", op, [x],
+                     lo=lo, hi=hi)
+            cases.append(c.out(clamp(x.value.astype(np.int64), **sat)
+                               .astype(np.int64), dt))
+
     write("unary.ref", cases, "tests/gen/gen_unary.py")
 
 
