@@ -7,6 +7,7 @@
 #   make demo             build and run the main example
 #   make bench            time core ops against numpy (needs numpy)
 #   make refdata          regenerate tests/data from tests/gen (needs numpy)
+#   make difftest         random differential testing against numpy
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
 
 ARCH ?= native
@@ -61,7 +62,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 STATIC := $(LIBDIR)/libfoundry.a
 SHARED := $(LIBDIR)/libfoundry.so
 
-.PHONY: all test test-c demo examples bench refdata clean .deps-aarch64
+.PHONY: all test test-c demo examples bench refdata difftest clean .deps-aarch64
 all: $(STATIC) $(SHARED)
 
 $(B)/obj/%.o: %.c | $(DEPS)
@@ -113,6 +114,11 @@ $(B)/bench/%: bench/%.c $(STATIC)
 
 bench: $(B)/bench/bench_core
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
+
+# Random differential testing against numpy (tests/fuzz/diff_ops.py).
+difftest: $(SHARED)
+	$(PYTHON) tests/fuzz/diff_ops.py --lib $(SHARED) --seed $(or $(SEED),1) \
+	    --cases $(or $(CASES),10000)
 
 refdata:
 	$(PYTHON) tests/gen/gen_all.py
