@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from refgen import (ALL, FLOATS, NP, Case, Input, bf16_round,  # noqa: E402
+from refgen import (small_values, ALL, FLOATS, NP, Case, Input, bf16_round,  # noqa: E402
                     cast, write)
 
 # A generator of this script's own, so its data do not depend on which
@@ -27,12 +27,7 @@ BITS = {"i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
 def values(shape, dt):
-    if dt in FLOATS:
-        return cast(np.round(rng.standard_normal(shape) * 4, 2), dt)
-    if dt == "bool":
-        return rng.integers(0, 2, shape).astype(np.bool_)
-    lo, hi = (0, 200) if dt == "u8" else (-100, 100)
-    return rng.integers(lo, hi, shape).astype(NP[dt])
+    return small_values(rng, shape, dt)
 
 
 def indices(shape, size, dt="i64", negative=True):

@@ -14,18 +14,13 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from refgen import ALL, FLOATS, NP, Case, Input, cast, write  # noqa: E402
+from refgen import small_values, ALL, FLOATS, NP, Case, Input, cast, write  # noqa: E402
 
 rng = np.random.default_rng(2026_0003)  # this script's own stream
 
 
 def values(shape, dt):
-    if dt in FLOATS:
-        return cast(np.round(rng.standard_normal(shape) * 4, 2), dt)
-    if dt == "bool":
-        return rng.integers(0, 2, shape).astype(np.bool_)
-    lo, hi = (0, 200) if dt == "u8" else (-100, 100)
-    return rng.integers(lo, hi, shape).astype(NP[dt])
+    return small_values(rng, shape, dt)
 
 
 def small_ints(shape, dt):

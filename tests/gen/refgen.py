@@ -50,6 +50,17 @@ def cast(x, dtype):
     return x.astype(NP[dtype])
 
 
+def small_values(gen, shape, dtype):
+    """Values of `dtype` that every dtype holds exactly (two decimals times
+    a few units for floats, small integers), drawn from generator `gen`."""
+    if dtype in FLOATS:
+        return cast(np.round(gen.standard_normal(shape) * 4, 2), dtype)
+    if dtype == "bool":
+        return gen.integers(0, 2, shape).astype(np.bool_)
+    lo, hi = (0, 200) if dtype == "u8" else (-100, 100)
+    return gen.integers(lo, hi, shape).astype(NP[dtype])
+
+
 def apply_view(a, view):
     kind, args = view[0], view[1:]
     if kind == "transpose":
