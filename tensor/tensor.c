@@ -79,7 +79,14 @@ void tm_storage_free(tm_storage *s)
 }
 
 tm_storage *tm_storage_of(const tm_tensor *t) { return t ? t->storage : NULL; }
-tm_storage_kind tm_storage_kind_of(const tm_storage *s) { return s->kind; }
+tm_storage_kind tm_storage_kind_of(const tm_storage *s)
+{
+    if (!s) {
+        TM_ERR(TM_EINVAL, "storage is NULL");
+        return TM_STORAGE_OWNED;
+    }
+    return s->kind;
+}
 size_t tm_storage_nbytes(const tm_storage *s) { return s ? s->nbytes : 0; }
 
 /* ---------------------------------------------------------------- tensors */

@@ -135,6 +135,7 @@ tm_storage *tm_storage_wrap(void *data, size_t nbytes, tm_storage_kind kind,
 void tm_storage_free(tm_storage *s);
 /* Borrowed storage of a tensor. */
 tm_storage *tm_storage_of(const tm_tensor *t);
+/* How the storage was obtained (NULL: TM_STORAGE_OWNED with an error set). */
 tm_storage_kind tm_storage_kind_of(const tm_storage *s);
 size_t tm_storage_nbytes(const tm_storage *s);
 /* A tensor viewing `s` (which gains a reference): `shape`/`strides`
