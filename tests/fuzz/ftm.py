@@ -7,19 +7,19 @@ so in-place writes through the view can be checked on the root too.
 """
 import ctypes as C
 import math
+import os
+import sys
 
 import numpy as np
 
-FLOATS = ("f32", "f64", "f16", "bf16")
-INTS = ("i8", "u8", "i16", "i32", "i64")
-ALL = FLOATS + INTS + ("bool",)
+# the reference generators' dtype rules (tests/gen/refgen.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "gen"))
+from refgen import ALL, FLOATS, INTS, NP, bf16_round, promote  # noqa: E402,F401
+
 CODE = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i8": 4, "u8": 5,
         "i16": 6, "i32": 7, "i64": 8, "bool": 9}
 NAME = {v: k for k, v in CODE.items()}
-NP = {"f32": np.float32, "f64": np.float64, "f16": np.float16,
-      "bf16": np.float32, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
-      "i32": np.int32, "i64": np.int64, "bool": np.bool_}
-BITS = {"i8": 8, "u8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 T = C.c_void_p
 I64P = C.POINTER(C.c_int64)
@@ -96,13 +96,6 @@ def ints(xs):
 
 # ------------------------------------------------------------ numpy rules
 
-def bf16_round(x):
-    """float32 -> bfloat16 values (as float32), round to nearest even."""
-    a = np.asarray(x, dtype=np.float32)
-    bits = a.view(np.uint32).astype(np.uint64)
-    r = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32)
-    return np.where(np.isnan(a), a, r.view(np.float32)).astype(np.float32)
-
 
 def f64_to_bf16(x):
     """One rounding f64 -> bf16: round to odd into f32 first, then RNE."""
@@ -142,23 +135,6 @@ def cast(x, dt):
         return r.astype(NP[dt])
     return x.astype(np.int64).astype(NP[dt]) if x.dtype != np.uint64 else x.astype(NP[dt])
 
-
-def promote(a, b):
-    if a == b:
-        return a
-    if a == "bool":
-        return b
-    if b == "bool":
-        return a
-    fa, fb = a in FLOATS, b in FLOATS
-    if fa != fb:
-        return a if fa else b
-    if fa:
-        return "f64" if "f64" in (a, b) else "f32"
-    if "u8" in (a, b):
-        o = b if a == "u8" else a
-        return "i16" if o == "i8" else o
-    return a if BITS[a] >= BITS[b] else b
 
 
 def compute_np(dt):

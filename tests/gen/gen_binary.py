@@ -40,7 +40,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from refgen import Case, Input, write, cast, NP, FLOATS, INTS, ALL  # noqa: E402
+from refgen import (Case, Input, write, cast, promote, NP, FLOATS,  # noqa: E402
+                    INTS, ALL)
 
 # Casts of special values overflow on purpose (1e30 to f16 is inf; integers
 # wrap when narrowed).
@@ -54,30 +55,9 @@ OPS = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
        "floor_divide", "remainder"]
 PRED = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
         "logical_xor"}
-INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
 
 
 # ------------------------------------------------------------ semantics
-
-def promote(a, b):
-    """torch.promote_types on Foundry dtype names."""
-    if a == b:
-        return a
-    if a == "bool":
-        return b
-    if b == "bool":
-        return a
-    fa, fb = a in FLOATS, b in FLOATS
-    if fa and not fb:
-        return a
-    if fb and not fa:
-        return b
-    if fa and fb:
-        return "f64" if "f64" in (a, b) else "f32"
-    if "u8" in (a, b):
-        o = b if a == "u8" else a
-        return "i16" if o == "i8" else o
-    return a if INT_BITS[a] >= INT_BITS[b] else b
 
 
 def result_dtype(op, pt):

@@ -33,6 +33,26 @@ INTS = ("i8", "u8", "i16", "i32", "i64")
 ALL = FLOATS + INTS + ("bool",)
 
 
+def promote(a, b):
+    """tm_promote_types (PyTorch's rules) on Foundry dtype names."""
+    if a == b:
+        return a
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    fa, fb = a in FLOATS, b in FLOATS
+    if fa != fb:
+        return a if fa else b
+    if fa:
+        return "f64" if "f64" in (a, b) else "f32"
+    if "u8" in (a, b):
+        o = b if a == "u8" else a
+        return "i16" if o == "i8" else o
+    bits = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+    return a if bits[a] >= bits[b] else b
+
+
 def bf16_round(x):
     """float32 values rounded to bfloat16 (nearest even), NaN kept."""
     a = np.asarray(x, dtype=np.float32)
