@@ -298,6 +298,8 @@ TM__BINARY_FN(ge, TM_OP_GE)
 TM__BINARY_FN(logical_and, TM_OP_LOGICAL_AND)
 TM__BINARY_FN(logical_or, TM_OP_LOGICAL_OR)
 TM__BINARY_FN(logical_xor, TM_OP_LOGICAL_XOR)
+TM__BINARY_FN(floor_divide, TM_OP_FLOOR_DIVIDE)
+TM__BINARY_FN(remainder, TM_OP_REMAINDER)
 
 #define TM__SCALAR_FN(NAME, OP)                                               \
     tm_tensor *tm_##NAME##_scalar(const tm_tensor *a, double s)               \
@@ -309,6 +311,9 @@ TM__SCALAR_FN(sub, TM_OP_SUB)
 TM__SCALAR_FN(mul, TM_OP_MUL)
 TM__SCALAR_FN(div, TM_OP_DIV)
 TM__SCALAR_FN(pow, TM_OP_POW)
+TM__SCALAR_FN(maximum, TM_OP_MAXIMUM)
+TM__SCALAR_FN(minimum, TM_OP_MINIMUM)
+TM__SCALAR_FN(remainder, TM_OP_REMAINDER)
 
 #define TM__INPLACE_FN(NAME, OP)                                              \
     tm_status tm_##NAME##_(tm_tensor *a, const tm_tensor *b)                  \

@@ -96,12 +96,17 @@ tm_tensor *tm_ge(const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_logical_and(const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_logical_or(const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_logical_xor(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_floor_divide(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_remainder(const tm_tensor *a, const tm_tensor *b);
 
 tm_tensor *tm_add_scalar(const tm_tensor *a, double s);
 tm_tensor *tm_sub_scalar(const tm_tensor *a, double s);
 tm_tensor *tm_mul_scalar(const tm_tensor *a, double s);
 tm_tensor *tm_div_scalar(const tm_tensor *a, double s);
 tm_tensor *tm_pow_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_maximum_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_minimum_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_remainder_scalar(const tm_tensor *a, double s);
 
 tm_status tm_add_(tm_tensor *a, const tm_tensor *b);
 tm_status tm_sub_(tm_tensor *a, const tm_tensor *b);

@@ -27,8 +27,8 @@ static const struct {
     {"mul", TM_OP_MUL, tm_mul, tm_mul_scalar, tm_mul_, tm_mul_scalar_},
     {"div", TM_OP_DIV, tm_div, tm_div_scalar, tm_div_, NULL},
     {"pow", TM_OP_POW, tm_pow, tm_pow_scalar, NULL, NULL},
-    {"maximum", TM_OP_MAXIMUM, tm_maximum, NULL, NULL, NULL},
-    {"minimum", TM_OP_MINIMUM, tm_minimum, NULL, NULL, NULL},
+    {"maximum", TM_OP_MAXIMUM, tm_maximum, tm_maximum_scalar, NULL, NULL},
+    {"minimum", TM_OP_MINIMUM, tm_minimum, tm_minimum_scalar, NULL, NULL},
     {"eq", TM_OP_EQ, tm_eq, NULL, NULL, NULL},
     {"ne", TM_OP_NE, tm_ne, NULL, NULL, NULL},
     {"lt", TM_OP_LT, tm_lt, NULL, NULL, NULL},
@@ -38,8 +38,9 @@ static const struct {
     {"logical_and", TM_OP_LOGICAL_AND, tm_logical_and, NULL, NULL, NULL},
     {"logical_or", TM_OP_LOGICAL_OR, tm_logical_or, NULL, NULL, NULL},
     {"logical_xor", TM_OP_LOGICAL_XOR, tm_logical_xor, NULL, NULL, NULL},
-    {"floor_divide", TM_OP_FLOOR_DIVIDE, NULL, NULL, NULL, NULL},
-    {"remainder", TM_OP_REMAINDER, NULL, NULL, NULL, NULL},
+    {"floor_divide", TM_OP_FLOOR_DIVIDE, tm_floor_divide, NULL, NULL, NULL},
+    {"remainder", TM_OP_REMAINDER, tm_remainder, tm_remainder_scalar, NULL,
+     NULL},
 };
 
 /* The result of an in-place op is its (mutated) first input. */
