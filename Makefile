@@ -41,16 +41,16 @@ endif
 
 WARN := -Wall -Wextra -pedantic $(if $(WERROR),-Werror)
 CFLAGS ?= -O2 -g
-# -ffp-contract=off: no fused multiply-add behind our back, so results (and
-# random numbers) are the same on every platform.
-BASEFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -ffp-contract=off \
-             -Iinclude $(WARN)
+BASEFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -Iinclude $(WARN)
 ifneq ($(SAN),)
   BASEFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all \
                -fno-omit-frame-pointer
   LDSAN := -fsanitize=$(SAN)
 endif
-ALLCFLAGS := $(BASEFLAGS) $(CFLAGS)
+# -ffp-contract=off comes last so CFLAGS cannot undo it: no fused
+# multiply-add behind our back, so results (random numbers included) are
+# bitwise the same on every platform.
+ALLCFLAGS := $(BASEFLAGS) $(CFLAGS) -ffp-contract=off
 LDLIBS := -lpthread -lm
 
 LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c)

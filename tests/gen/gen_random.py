@@ -20,12 +20,17 @@ does):
   are those doubles rounded once, within one ulp of their dtype (rtol
   2^-23 ~ 1.2e-7, 2^-10, 2^-7): a few-ulp difference in double can only move
   the rounded value to a neighbour when it straddles a rounding boundary.
+- the "exact_normal_*" cases (f64, f32) instead use a transcription of
+  Foundry's own log / sincos / Box-Muller (exact_box_muller below) and
+  compare with tolerance 0: the bit-for-bit check of random.h's "same seed,
+  same numbers on every platform".
 
 Seeds and counters are 64-bit; the .ref "arg" lines carry doubles, so they
 are written as (low 32 bits, high 32 bits) pairs.
 """
 import math
 import os
+import struct
 import sys
 
 import numpy as np
@@ -186,6 +191,157 @@ def normal_values(key, counter, n, dtype, mean, std):
     return out
 
 
+# ------------------------------------------- exact oracle for the normals
+#
+# A second implementation of the documented algorithm of
+# tensor/random_impl.h (its log, sin(2 pi u) / cos(2 pi u) and Box-Muller),
+# written from that specification -- same constants, same operation order,
+# same branches -- and used as an exact oracle: the normals it gives are
+# compared with tolerance 0 (the "exact_normal_*" cases below).
+#
+# Why this is exact: random_impl.h uses only integer/bit operations and
+# IEEE-754 double + - * / and sqrt, each correctly rounded, evaluated in a
+# fixed order (the Makefile builds with -ffp-contract=off, so no fused
+# multiply-add).  Python floats are IEEE doubles with the same correctly
+# rounded + - * / and math.sqrt, and Python evaluates a * b * c and
+# a - b - c left to right exactly as C does, so a faithful transcription
+# reproduces every bit.  The bit manipulation (exponent / mantissa split)
+# goes through struct, and the final f32 rounding through numpy.float32
+# (round to nearest even, like C's (float) cast).  If Foundry's result ever
+# depended on libm, long double, contraction or the platform, these cases
+# would differ on some machine -- which is the promise of foundry/random.h
+# ("same seed -> same numbers on every platform") made testable.
+
+def _dbits(x):
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def _bitsd(b):
+    return struct.unpack("<d", struct.pack("<Q", b))[0]
+
+
+def rng_log(x):
+    """tm__rng_log."""
+    if not (x > 0) or x > 1.7976931348623157e308:
+        return math.nan
+    k = 0
+    if x < 2.0 ** -1022:                 # subnormal: scale into range
+        x *= 2.0 ** 54
+        k = -54
+    bits = _dbits(x)
+    k += (bits >> 52) - 1023             # x > 0: no sign bit
+    bits = (bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000
+    m = _bitsd(bits)                     # [1, 2)
+    if m >= float.fromhex("0x1.6a09e667f3bcdp0"):
+        m *= 0.5
+        k += 1
+    ln2_hi = 6.93147180369123816490e-01
+    ln2_lo = 1.90821492927058770002e-10
+    assert _dbits(ln2_hi) == 0x3fe62e42fee00000
+    assert _dbits(ln2_lo) == 0x3dea39ef35793c76
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    R = z * (0.6666666666666666 +
+             z * (0.4 +
+             z * (0.2857142857142857 +
+             z * (0.2222222222222222 +
+             z * (0.18181818181818182 +
+             z * (0.15384615384615385 +
+             z * (0.13333333333333333 +
+             z * (0.11764705882352941 +
+             z * (0.10526315789473684 +
+             z * (0.09523809523809523 +
+             z * 0.08695652173913043))))))))))
+    hfsq = 0.5 * f * f                   # (0.5 * f) * f, as in C
+    dk = float(k)
+    return dk * ln2_hi - ((hfsq - (s * (hfsq + R) + dk * ln2_lo)) - f)
+
+
+def sin_kernel(x):
+    """tm__sin_kernel."""
+    z = x * x
+    p = (-0.16666666666666666 +
+         z * (0.008333333333333333 +
+         z * (-0.0001984126984126984 +
+         z * (2.7557319223985893e-06 +
+         z * (-2.505210838544172e-08 +
+         z * (1.6059043836821613e-10 +
+         z * (-7.647163731819816e-13 +
+         z * (2.8114572543455206e-15 +
+         z * -8.22063524662433e-18))))))))
+    return x + x * (z * p)
+
+
+def cos_kernel(x):
+    """tm__cos_kernel."""
+    z = x * x
+    p = (0.041666666666666664 +
+         z * (-0.001388888888888889 +
+         z * (2.48015873015873e-05 +
+         z * (-2.755731922398589e-07 +
+         z * (2.08767569878681e-09 +
+         z * (-1.1470745597729725e-11 +
+         z * (4.779477332387385e-14 +
+         z * (-1.5619206968586225e-16 +
+         z * 4.110317623312165e-19))))))))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + z * (z * p))
+
+
+def rng_sincos2pi(u):
+    """tm__rng_sincos2pi: (sin 2 pi u, cos 2 pi u) for u in [0, 1)."""
+    u4 = u * 4.0
+    q = int(u4)                          # C's (int) truncates; u4 >= 0
+    t = u4 - float(q)
+    pio2 = 1.5707963267948966
+    if t <= 0.5:
+        x = t * pio2
+        a, b = sin_kernel(x), cos_kernel(x)
+    else:
+        x = (1.0 - t) * pio2
+        a, b = cos_kernel(x), sin_kernel(x)
+    q &= 3
+    if q == 0:
+        return a, b
+    if q == 1:
+        return b, -a
+    if q == 2:
+        return -a, -b
+    return -b, a
+
+
+def exact_box_muller(u1, u2):
+    """tm__box_muller: (z0, z1) = r (cos, sin)(2 pi u2), with
+    r = sqrt(-2 log u1)."""
+    r = math.sqrt(-2.0 * rng_log(u1))
+    s, c = rng_sincos2pi(u2)
+    return r * c, r * s
+
+
+def exact_normal_values(key, counter, n, dtype, mean, std):
+    """The fill of tensor/cpu/cpu_random.c with the oracle above: f32
+    takes two pairs per block from 24-bit draws, f64 one pair from the
+    two 64-bit draws; mean + std * z in double, then rounded once."""
+    assert dtype in ("f32", "f64")
+    per = per_block("normal", dtype)
+    out = []
+    for i in range(n):
+        x = block(key, counter + i // per)
+        lane = i % per
+        if per == 4:
+            p = lane // 2
+            u1 = float((x[2 * p] >> 8) + 1) * 2.0 ** -24
+            u2 = float(x[2 * p + 1] >> 8) * 2.0 ** -24
+        else:
+            u1 = float((u64(x, 0) >> 11) + 1) * 2.0 ** -53
+            u2 = float(u64(x, 1) >> 11) * 2.0 ** -53
+        z = exact_box_muller(u1, u2)[lane % 2]
+        out.append(round_to(dtype, mean + std * z))
+    return out
+
+
 def randint_values(key, counter, n, low, high):
     rng = high - low
     out = []
@@ -213,10 +369,12 @@ def counter_after(counter, kind, dtype, n):
     return (counter + nblocks(n, per_block(kind, dtype))) & M64
 
 
-def fill_case(name, kind, dtype, shape, seed, counter, p, view=None):
+def fill_case(name, kind, dtype, shape, seed, counter, p, view=None,
+              exact=False):
     """A fill of a new tensor of `shape` (or, with `view`, of a view of a
     zero tensor of `shape`), expected values in the view's row-major
-    order, and the generator's counter afterwards."""
+    order, and the generator's counter afterwards.  exact: normals from
+    the bit-exact oracle, compared with tolerance 0."""
     inputs = []
     vshape = tuple(shape)
     if view is not None:
@@ -226,6 +384,8 @@ def fill_case(name, kind, dtype, shape, seed, counter, p, view=None):
     n = int(np.prod(vshape))
     if kind == "uniform":
         vals = uniform_values(seed, counter, n, dtype, *p)
+    elif kind == "normal" and exact:
+        vals = exact_normal_values(seed, counter, n, dtype, *p)
     elif kind == "normal":
         vals = normal_values(seed, counter, n, dtype, *p)
     else:
@@ -237,7 +397,7 @@ def fill_case(name, kind, dtype, shape, seed, counter, p, view=None):
                                                         "bf16") else np.int64)
     c.out(vals.reshape(vshape), dtype)
     c.out(np.array(halves(counter_after(counter, kind, dtype, n))), "i64")
-    if kind == "normal":
+    if kind == "normal" and not exact:
         c.tol(NORMAL_RTOL[dtype], NORMAL_ATOL[dtype] * max(1.0, p[1]))
     return c
 
@@ -379,6 +539,32 @@ def main():
     ]
     for name, op, args, st, msg in err:
         cases.append(Case("err_" + name, op, [], **args).error(st, msg))
+
+    # bit-exact normals (appended last so the cases above keep their data):
+    # f64 and f32 fills compared with tolerance 0 against the oracle
+    # (exact_normal_values), over seeds, counters (one wrapping 2^64),
+    # odd sizes that end in partial blocks and a few mean/std.  Their own
+    # generator, so the shared refgen.rng stream is not disturbed.
+    xg = np.random.default_rng(0xB0C5_3A11)
+    exact_sizes = {"f64": [1, 2, 3, 5, 9, 127, 301, 511],
+                   "f32": [1, 2, 3, 5, 6, 7, 255, 509, 1021]}
+    params = [(0.0, 1.0), (0.0, 1.0), (3.0, 0.5), (-1000.0, 2.5),
+              (0.001, 1000.0)]
+    for dt in ("f64", "f32"):
+        for j, n in enumerate(exact_sizes[dt]):
+            seed = int(xg.integers(0, 1 << 64, dtype=np.uint64))
+            counter = int(xg.integers(0, 1 << 40))
+            if j == 3:
+                counter = M64 - 1        # the counter wraps mid-fill
+            p = params[j % len(params)]
+            cases.append(fill_case(f"exact_normal_{dt}_n{n}_s{seed:x}",
+                                   "normal", dt, [n], seed, counter, p,
+                                   exact=True))
+        cases.append(fill_case(f"exact_normal_{dt}_2d", "normal", dt,
+                               [7, 13], 2024, 0, (0.0, 1.0), exact=True))
+        cases.append(fill_case(f"exact_normal_{dt}_sliced", "normal", dt,
+                               [6, 9], 5, 9, (0.0, 1.0), exact=True,
+                               view=[("slice", 1, 1, 8, 3)]))
 
     write("random.ref", cases, "gen_random.py")
 
