@@ -65,9 +65,19 @@ SHARED := $(LIBDIR)/libfoundry.so
 .PHONY: all test test-c demo examples bench refdata difftest clean .deps-aarch64
 all: $(STATIC) $(SHARED)
 
+# SIMD kernel files are compiled for their instruction set; the library
+# picks one at run time (tensor/cpu/cpu_features.c), so the rest of the code
+# stays baseline and one binary runs on any CPU of its architecture.  Files
+# for another architecture compile to nothing (#if guards inside).
+TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+ifneq ($(findstring x86_64,$(TARGET_MACHINE)),)
+  $(B)/obj/%_avx512.o: ISAFLAGS := -mavx512f -mavx512vl -mavx512dq -mavx2 -mfma
+  $(B)/obj/%_avx2.o: ISAFLAGS := -mavx2 -mfma
+endif
+
 $(B)/obj/%.o: %.c | $(DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALLCFLAGS) $(ISAFLAGS) -MMD -MP -c $< -o $@
 
 $(STATIC): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -99,7 +99,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     obuf.shape[nbd] = m;
     obuf.shape[nbd + 1] = n;
     tm__contiguous_strides(obuf.shape, obuf.ndim, obuf.strides);
-    if (be->matmul(&obuf, &abuf, &bbuf)) goto fail;
+    if (be->gemm(&obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
     tm_free(ac);
     tm_free(bc);
     return out;

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 1
+#define TM_BACKEND_ABI_VERSION 2
 
 /* A strided view as kernels see it.  `data` points at the first element
  * (host address, or a device address cast to a pointer). */
@@ -85,10 +85,14 @@ typedef struct tm_backend {
     /* Running sum along `dim`; out and in have the same shape. */
     tm_status (*cumsum)(const tm_buf *out, const tm_buf *in, int dim);
 
-    /* out[..., m, n] = sum_k a[..., m, k] * b[..., k, n].  All three have
-     * the same ndim >= 2 and equal batch dims (broadcast batch dims have
-     * stride 0).  a, b, out share one dtype. */
-    tm_status (*matmul)(const tm_buf *out, const tm_buf *a, const tm_buf *b);
+    /* c[..., m, n] = alpha * sum_k a[..., m, k] * b[..., k, n]
+     *                + beta * c[..., m, n]
+     * All three have the same ndim >= 2 and equal batch dims (broadcast
+     * batch dims have stride 0).  a and b may have any strides, so op(A) =
+     * A^T is a transposed view, never a copy.  a, b, c share one dtype.
+     * beta == 0 ignores c's old contents (NaN included), as BLAS does. */
+    tm_status (*gemm)(const tm_buf *c, const tm_buf *a, const tm_buf *b,
+                      double alpha, double beta);
 
     /* out = in gathered along `dim` by `index` (I64/I32, index's shape ==
      * out's shape).  Range-checks every index. */
@@ -105,6 +109,15 @@ typedef struct tm_backend {
      * data == NULL when not wanted. */
     tm_status (*sort)(const tm_buf *values, const tm_buf *indices,
                       const tm_buf *in, bool descending);
+
+    /* Row ops over the last dim of same-shaped out and in (float dtypes):
+     * softmax (log_softmax when `log`), and layer_norm / rms_norm with an
+     * optional per-column weight and bias (tm_buf with data == NULL when
+     * absent; 1-D, length = the last dim). */
+    tm_status (*softmax)(const tm_buf *out, const tm_buf *in, bool log);
+    tm_status (*norm_rows)(const tm_buf *out, const tm_buf *in,
+                           const tm_buf *weight, const tm_buf *bias,
+                           double eps, bool rms);
 
     /* Fills dst (contiguous) from the Philox stream (see random.h):
      * kind 0 uniform [p0, p1), 1 normal (mean p0, std p1), 2 integers in

@@ -255,6 +255,33 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim);
  * ("shapes [3,4] and [5,6] do not match: 4 != 5") or batch dims that do
  * not broadcast (TM_ESHAPE). */
 tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
+/* C = alpha * op(A) @ op(B) + beta * C, written into c in place, where
+ * op(X) is X, or X with its last two dims swapped when trans_x is set (a
+ * view: nothing is transposed in memory).  op(A) is [..., m, k], op(B)
+ * [..., k, n] and c [..., m, n]; batch dims of a and b broadcast to c's.
+ * Float dtypes, all three the same.  beta == 0 ignores c's old values (NaN
+ * included).  F32 runs on the SIMD GEMM. */
+tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
+                  const tm_tensor *b, double beta, tm_tensor *c);
+/* y = x @ w^T + bias: x [..., in], w [out, in], bias [out] or NULL;
+ * y [..., out].  Float dtypes, all the same. */
+tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
+                     const tm_tensor *bias);
+
+/* ------------------------------------------------------------- row ops
+ * Over one dim (softmax) or the last dim (norms) of float tensors, computed
+ * in F32 (F64 in F64), stable for large inputs. */
+/* exp(x - max) / sum(exp(x - max)) along dim; log_softmax likewise. */
+tm_tensor *tm_softmax(const tm_tensor *t, int dim);
+tm_tensor *tm_log_softmax(const tm_tensor *t, int dim);
+/* (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased
+ * variance); weight and bias are [C] or NULL. */
+tm_tensor *tm_layer_norm(const tm_tensor *x, const tm_tensor *weight,
+                         const tm_tensor *bias, double eps);
+/* x / sqrt(mean(x^2) + eps) * weight over the last dim; weight [C] or
+ * NULL. */
+tm_tensor *tm_rms_norm(const tm_tensor *x, const tm_tensor *weight,
+                       double eps);
 
 /* ---------------------------------------------------- indexing & shaping
  * Index tensors are I64 or I32; negative indices count from the end of the

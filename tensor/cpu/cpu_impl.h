@@ -58,7 +58,12 @@ tm_status tm__red_cols(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
 tm_status tm__cpu_arg_reduce(bool is_max, const tm_buf *indices,
                              const tm_buf *values, const tm_buf *in);
 tm_status tm__cpu_cumsum(const tm_buf *out, const tm_buf *in, int dim);
-tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a, const tm_buf *b);
+tm_status tm__cpu_gemm(const tm_buf *c, const tm_buf *a, const tm_buf *b,
+                       double alpha, double beta);
+tm_status tm__cpu_softmax(const tm_buf *out, const tm_buf *in, bool log);
+tm_status tm__cpu_norm_rows(const tm_buf *out, const tm_buf *in,
+                            const tm_buf *weight, const tm_buf *bias,
+                            double eps, bool rms);
 tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
                          const tm_buf *index);
 tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,

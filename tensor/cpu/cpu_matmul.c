@@ -170,7 +170,8 @@ static void mm_part(int part, int nparts, void *p)
     for (int64_t item = lo; item < hi; item++) mm_tile(c, scr, item);
 }
 
-tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a, const tm_buf *b)
+static tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a,
+                                const tm_buf *b)
 {
     mm_ctx c;
     memset(&c, 0, sizeof c);
@@ -221,4 +222,13 @@ tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a, const tm_buf *b)
     tm__parallel_parts((int)nparts, mm_part, &c);
     tm__dealloc(c.scratch);
     return TM_OK;
+}
+
+/* Placeholder until the SIMD GEMM lands: alpha = 1, beta = 0 only. */
+tm_status tm__cpu_gemm(const tm_buf *c, const tm_buf *a, const tm_buf *b,
+                       double alpha, double beta)
+{
+    if (alpha != 1.0 || beta != 0.0)
+        return TM_ERR(TM_EUNSUPPORTED, "alpha/beta not yet supported");
+    return tm__cpu_matmul(c, a, b);
 }
