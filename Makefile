@@ -5,7 +5,7 @@
 #   make test SAN=thread              C tests under ThreadSanitizer
 #   make test ARCH=aarch64            cross-compile, run under qemu-user
 #   make demo             build and run the main example
-#   make bench            time core ops against numpy (needs numpy)
+#   make bench            time ops against numpy and PyTorch (needs numpy)
 #   make refdata          regenerate tests/data from tests/gen (needs numpy)
 #   make difftest         random differential testing against numpy
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -122,8 +122,9 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
 
-bench: $(B)/bench/bench_core
+bench: $(B)/bench/bench_core $(B)/bench/bench_kernels
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
+	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py).
 difftest: $(SHARED)
