@@ -271,11 +271,16 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
 /* ------------------------------------------------------------- row ops
  * Over one dim (softmax) or the last dim (norms) of float tensors, computed
  * in F32 (F64 in F64), stable for large inputs. */
-/* exp(x - max) / sum(exp(x - max)) along dim; log_softmax likewise. */
+/* exp(x - max) / sum(exp(x - max)) along dim; log_softmax likewise.
+ * Result: a new contiguous tensor of t's shape and dtype (integer dtypes
+ * fail with TM_EDTYPE).  Plain-formula special values, as in PyTorch: a
+ * row with NaN or +inf, or of only -inf, is all NaN.  A 0-d t gives 1
+ * (log: 0). */
 tm_tensor *tm_softmax(const tm_tensor *t, int dim);
 tm_tensor *tm_log_softmax(const tm_tensor *t, int dim);
 /* (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased
- * variance); weight and bias are [C] or NULL. */
+ * variance); weight and bias are [C] or NULL, of x's dtype; x has >= 1
+ * dim; eps is finite and >= 0.  Sums are accumulated in F64. */
 tm_tensor *tm_layer_norm(const tm_tensor *x, const tm_tensor *weight,
                          const tm_tensor *bias, double eps);
 /* x / sqrt(mean(x^2) + eps) * weight over the last dim; weight [C] or

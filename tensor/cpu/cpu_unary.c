@@ -4,7 +4,9 @@
  * engine (tm__ew_run), which converts from any dtype and strides, chunks
  * and threads:
  *   - F32 for F32/F16/BF16 (and integer inputs of float ops: the front end
- *     asks for an F32 result), using the float libm functions;
+ *     asks for an F32 result), using the float libm functions, except
+ *     exp, log, tanh, sigmoid, silu, gelu and gelu_tanh, which use the
+ *     vectorized approximations of vmath.h (error bounds in vmath.c);
  *   - F64 for F64;
  *   - I64 for the integer ops on integer and bool tensors (wrapping);
  *   - predicates (logical_not, isnan, isinf, isfinite) read F32/F64/I64 and
@@ -12,6 +14,7 @@
  * Each element depends only on its own input, so results are bitwise
  * identical for any thread count. */
 #include "cpu_impl.h"
+#include "vmath.h"
 
 #include <math.h>
 
@@ -59,15 +62,6 @@ static inline double tm__softplus(double x, double beta, double threshold)
     return ((z > 0 ? z : 0.0) + log1p(exp(-fabs(z)))) / beta;
 }
 
-/* ------------------------------------------------------------- F32 math */
-
-static inline float tm__sigmoidf(float x)
-{
-    if (x >= 0) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-
 /* ------------------------------------------------------------------ loops
  * out[i] = op(a[i]) for i < n.  The switch is per chunk (at most
  * TM__EW_CHUNK elements), outside the element loop. */
@@ -90,24 +84,24 @@ static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
     case TM_OP_NEG: TM__LOOP(-x);
     case TM_OP_ABS: TM__LOOP(fabsf(x));
     case TM_OP_SIGN: TM__LOOP(x > 0 ? 1.0f : x < 0 ? -1.0f : x);
-    case TM_OP_EXP: TM__LOOP(expf(x));
-    case TM_OP_LOG: TM__LOOP(logf(x));
+    case TM_OP_EXP: tm__vexp_f32(n, a, o); break;
+    case TM_OP_LOG: tm__vlog_f32(n, a, o); break;
     case TM_OP_LOG1P: TM__LOOP(log1pf(x));
     case TM_OP_EXPM1: TM__LOOP(expm1f(x));
     case TM_OP_SQRT: TM__LOOP(sqrtf(x));
     case TM_OP_RSQRT: TM__LOOP(1.0f / sqrtf(x));
     case TM_OP_SIN: TM__LOOP(sinf(x));
     case TM_OP_COS: TM__LOOP(cosf(x));
-    case TM_OP_TANH: TM__LOOP(tanhf(x));
-    case TM_OP_SIGMOID: TM__LOOP(tm__sigmoidf(x));
+    case TM_OP_TANH: tm__vtanh_f32(n, a, o); break;
+    case TM_OP_SIGMOID: tm__vsigmoid_f32(n, a, o); break;
     case TM_OP_RELU: TM__LOOP(x > 0 || x != x ? x : 0.0f);
     case TM_OP_LEAKY_RELU: TM__LOOP(x > 0 ? x : x * p0);
-    /* gelu, gelu_tanh and softplus go through double: in float, rounding
-     * the argument of erfc/exp (x/sqrt2, the cubic, beta*x) costs about
-     * 2z^2 ulps for large |z|, several times the float libm error. */
-    case TM_OP_GELU: TM__LOOP((float)tm__gelu(x));
-    case TM_OP_GELU_TANH: TM__LOOP((float)tm__gelu_tanh(x));
-    case TM_OP_SILU: TM__LOOP(x * tm__sigmoidf(x));
+    /* gelu and gelu_tanh: vmath forms their large exponents in double
+     * (rounding them in float would cost about 2z^2 ulps for large |z|);
+     * softplus goes through double for the same reason. */
+    case TM_OP_GELU: tm__vgelu_f32(n, a, o); break;
+    case TM_OP_GELU_TANH: tm__vgelu_tanh_f32(n, a, o); break;
+    case TM_OP_SILU: tm__vsilu_f32(n, a, o); break;
     case TM_OP_SOFTPLUS: TM__LOOP((float)tm__softplus(x, c->p0, c->p1));
     case TM_OP_FLOOR: TM__LOOP(floorf(x));
     case TM_OP_CEIL: TM__LOOP(ceilf(x));
