@@ -260,7 +260,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
  * view: nothing is transposed in memory).  op(A) is [..., m, k], op(B)
  * [..., k, n] and c [..., m, n]; batch dims of a and b broadcast to c's.
  * Float dtypes, all three the same.  beta == 0 ignores c's old values (NaN
- * included).  F32 runs on the SIMD GEMM. */
+ * included).  F32 and F64 run on the packed SIMD GEMM (tensor/cpu/gemm.c). */
 tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
                   const tm_tensor *b, double beta, tm_tensor *c);
 /* y = x @ w^T + bias: x [..., in], w [out, in], bias [out] or NULL;

@@ -1,5 +1,6 @@
-/* cpu_matmul.c — the CPU matmul: a cache-blocked loop (reference quality;
- * the packed SIMD GEMM is a later issue).
+/* cpu_matmul.c — the CPU gemm entry: F32 and F64 go to the packed SIMD
+ * GEMM (gemm.c); F16, BF16 and integers to the cache-blocked loop below,
+ * which converts while packing.
  *
  * out is (..., m, n), a is (..., m, k), b is (..., k, n); the batch dims are
  * equal (broadcast ones have stride 0).  The output is cut into tiles of
@@ -17,6 +18,7 @@
  * with wrap-around when stored.
  */
 #include "cpu_impl.h"
+#include "gemm_impl.h"
 
 #include <string.h>
 
@@ -36,6 +38,7 @@ typedef struct {
     int64_t mt, nt;  /* row tiles, column tiles */
     int64_t items;   /* batch entries * mt * nt */
     int64_t mbe, nbe, kbe; /* tile extents actually needed (<= MB, NB, KB) */
+    double alpha, beta;    /* out = alpha * sum + beta * out */
     char *scratch;
     size_t part_bytes;
 } mm_ctx;
@@ -155,10 +158,21 @@ static void mm_tile(const mm_ctx *c, char *scr, int64_t item)
         }
     }
     /* One rounding from the compute type (F16/BF16 outputs); integers
-     * narrow with wrap-around. */
+     * narrow with wrap-around.  With alpha/beta (float dtypes only), the
+     * merge alpha * sum + beta * out is computed in F64 and rounded once. */
+    if (c->alpha == 1 && c->beta == 0) {
+        for (int64_t i = 0; i < mc; i++)
+            tm__convert(ob + (i0 + i) * som + j0 * son, o->dtype, son,
+                        acc + i * nc * ces, c->ct, ces, nc);
+        return;
+    }
     for (int64_t i = 0; i < mc; i++)
-        tm__convert(ob + (i0 + i) * som + j0 * son, o->dtype, son,
-                    acc + i * nc * ces, c->ct, ces, nc);
+        for (int64_t j = 0; j < nc; j++) {
+            char *op = ob + (i0 + i) * som + (j0 + j) * son;
+            double v = c->alpha * tm__load_f64(acc + (i * nc + j) * ces, c->ct);
+            if (c->beta != 0) v += c->beta * tm__load_f64(op, o->dtype);
+            tm__store_f64(op, o->dtype, v);
+        }
 }
 
 static void mm_part(int part, int nparts, void *p)
@@ -171,13 +185,14 @@ static void mm_part(int part, int nparts, void *p)
 }
 
 static tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a,
-                                const tm_buf *b)
+                                const tm_buf *b, double alpha, double beta)
 {
     mm_ctx c;
     memset(&c, 0, sizeof c);
     int nd = out->ndim;
     TM_ASSERT(nd >= 2 && a->ndim == nd && b->ndim == nd, TM_ESTATE);
     c.out = out, c.a = a, c.b = b;
+    c.alpha = alpha, c.beta = beta;
     c.nbd = nd - 2;
     c.m = out->shape[nd - 2];
     c.n = out->shape[nd - 1];
@@ -224,11 +239,13 @@ static tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a,
     return TM_OK;
 }
 
-/* Placeholder until the SIMD GEMM lands: alpha = 1, beta = 0 only. */
 tm_status tm__cpu_gemm(const tm_buf *c, const tm_buf *a, const tm_buf *b,
                        double alpha, double beta)
 {
-    if (alpha != 1.0 || beta != 0.0)
-        return TM_ERR(TM_EUNSUPPORTED, "alpha/beta not yet supported");
-    return tm__cpu_matmul(c, a, b);
+    if (c->dtype == TM_F32 || c->dtype == TM_F64)
+        return tm__gemm_float(c, a, b, alpha, beta);
+    if (!tm_dtype_is_float(c->dtype) && (alpha != 1.0 || beta != 0.0))
+        return TM_ERR(TM_EUNSUPPORTED, "alpha/beta need a float dtype, "
+                      "not %s", tm_dtype_name(c->dtype));
+    return tm__cpu_matmul(c, a, b, alpha, beta);
 }
