@@ -48,7 +48,7 @@
 #include <string.h>
 
 /* Multiply-adds per part below which another thread does not pay. */
-#define GM_GRAIN ((double)(1 << 21))
+#define GM_GRAIN ((double)(1 << 20))
 
 /* ---------------------------------------------------------- typed parts */
 
