@@ -113,6 +113,31 @@ void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
     __m512d c = _mm512_set1_pd(x0), z = _mm512_setzero_pd();
     __m512d a0 = z, a1 = z, q0 = z, q1 = z;
     int64_t i = 0;
+    /* Two more accumulator pairs for the bulk: a row is latency-bound on
+     * the add chains otherwise. */
+    __m512d a2 = z, a3 = z, q2 = z, q3 = z;
+    for (; i + 32 <= n; i += 32) {
+        __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)),
+                                   c);
+        __m512d d1 = _mm512_sub_pd(
+            _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)), c);
+        __m512d d2 = _mm512_sub_pd(
+            _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 16)), c);
+        __m512d d3 = _mm512_sub_pd(
+            _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 24)), c);
+        a0 = _mm512_add_pd(a0, d0);
+        a1 = _mm512_add_pd(a1, d1);
+        a2 = _mm512_add_pd(a2, d2);
+        a3 = _mm512_add_pd(a3, d3);
+        q0 = _mm512_add_pd(q0, _mm512_mul_pd(d0, d0));
+        q1 = _mm512_add_pd(q1, _mm512_mul_pd(d1, d1));
+        q2 = _mm512_add_pd(q2, _mm512_mul_pd(d2, d2));
+        q3 = _mm512_add_pd(q3, _mm512_mul_pd(d3, d3));
+    }
+    a0 = _mm512_add_pd(a0, a2);
+    a1 = _mm512_add_pd(a1, a3);
+    q0 = _mm512_add_pd(q0, q2);
+    q1 = _mm512_add_pd(q1, q3);
     for (; i + 16 <= n; i += 16) {
         __m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)),
                                    c);
