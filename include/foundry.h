@@ -4,7 +4,8 @@
  * Link with -lfoundry -lpthread -lm.  No global initialisation is needed.
  * Module manuals: foundry/base.h (errors, logging, memory, threads),
  * foundry/tensor.h (tensors and views), foundry/random.h (RNG),
- * foundry/ops.h (math), foundry/backend.h (device backends).
+ * foundry/ops.h (math), foundry/autograd.h (gradients),
+ * foundry/backend.h (device backends).
  */
 #ifndef FOUNDRY_H
 #define FOUNDRY_H
@@ -13,6 +14,7 @@
 #include "foundry/tensor.h"
 #include "foundry/random.h"
 #include "foundry/ops.h"
+#include "foundry/autograd.h"
 #include "foundry/backend.h"
 
 #endif

@@ -1,5 +1,5 @@
 /* tensor.c — storage and tensor objects: lifetime, getters, validation. */
-#include "tensor_impl.h"
+#include "autograd_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -100,6 +100,7 @@ tm_tensor *tm_retain(tm_tensor *t)
 void tm_free(tm_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
+    tm__ag_meta_free(t);
     tm_storage_free(t->storage);
     tm__dealloc(t);
 }
@@ -167,6 +168,11 @@ tm_status tm__check_tensor(const char *fn, const tm_tensor *t,
 
 tm_status tm__check_writable(const char *fn, const tm_tensor *t)
 {
+    if (tm__ag_requires(t))
+        return tm__errf(TM_ESTATE, fn,
+                        "in-place write into a tensor that requires grad "
+                        "while grad mode is on (wrap parameter updates in "
+                        "tm_no_grad_begin / tm_no_grad_end)");
     for (int i = 0; i < t->ndim; i++)
         if (t->shape[i] > 1 && t->strides[i] == 0)
             return tm__errf(TM_EINVAL, fn,
