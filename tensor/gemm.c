@@ -1,7 +1,10 @@
 /* gemm.c — tm_gemm (C = alpha * op(A)·op(B) + beta * C, in place) and
  * tm_linear (y = x·w^T + bias): validation, batch broadcasting and
- * transposed views; the backend's gemm entry does the arithmetic. */
-#include "tensor_impl.h"
+ * transposed views; the backend's gemm entry does the arithmetic.
+ * tm_gemm records nothing for autograd (it writes into C in place); use
+ * tm_matmul or tm_linear for gradients.  tm_linear records LinearBackward
+ * (grad_linalg.c). */
+#include "grad_linalg.h"
 
 #include <string.h>
 
@@ -165,7 +168,8 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = out;
     y = tm__tensor_new(__func__, shape, x->ndim, x->dtype, x->storage->device);
-    if (!y || tm_numel(y) == 0) return y;
+    if (!y) return NULL;
+    if (tm_numel(y) == 0) goto done;
     const tm_backend *be = tm__backend(y, __func__);
     if (!be) goto fail;
 
@@ -196,6 +200,8 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     wb.shape[0] = in, wb.shape[1] = out;
     wb.strides[0] = w->strides[1], wb.strides[1] = w->strides[0];
     if (be->gemm(&yb, &xb, &wb, 1.0, bias ? 1.0 : 0.0)) goto fail;
+done:
+    if (tm__grad_linear_record(x, w, bias, y)) goto fail;
     tm_free(xc);
     return y;
 fail:

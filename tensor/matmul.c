@@ -1,5 +1,5 @@
 /* matmul.c — tm_matmul with numpy semantics: shapes, dtypes, batching. */
-#include "tensor_impl.h"
+#include "grad_linalg.h"
 
 #include <string.h>
 
@@ -83,7 +83,8 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     if (!a1) shape[ond++] = m;
     if (!b1) shape[ond++] = n;
     out = tm__tensor_new(__func__, shape, ond, dt, a->storage->device);
-    if (!out || tm_numel(out) == 0) return out;
+    if (!out) return NULL;
+    if (tm_numel(out) == 0) goto done;
 
     /* The backend multiplies operands of one dtype: convert the others.
      * F16/BF16 stay as they are; the kernel computes them in F32. */
@@ -100,6 +101,8 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     obuf.shape[nbd + 1] = n;
     tm__contiguous_strides(obuf.shape, obuf.ndim, obuf.strides);
     if (be->gemm(&obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
+done:
+    if (tm__grad_matmul_record(a, b, out)) goto fail;
     tm_free(ac);
     tm_free(bc);
     return out;

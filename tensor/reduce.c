@@ -2,7 +2,7 @@
  * reductions and cumsum: argument checks, result shapes and dtypes.  The
  * kernels see the input permuted so that the reduced dims come last (a
  * view of the same memory) and the output without its reduced dims. */
-#include "tensor_impl.h"
+#include "grad_reduce.h"
 
 #include <string.h>
 
@@ -138,7 +138,8 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
                                   t->storage->device);
     if (!o) return NULL;
     tm_buf ob = tm__squeezed_buf(o, in.shape, t->ndim - nred);
-    if (be->reduce(op, &ob, &in, nred, p)) {
+    if (be->reduce(op, &ob, &in, nred, p) ||
+        tm__grad_reduce_record(op, t, red, keepdim, p, o)) {
         tm_free(o);
         return NULL;
     }
@@ -286,8 +287,17 @@ static tm_status tm__minmax_dim(const char *fn, bool is_max,
     if (!values || !indices)
         return tm__errf(TM_EINVAL, fn, "%s is NULL",
                         values ? "indices" : "values");
-    return tm__arg_reduce(fn, is_max, t, dim, false, keepdim, indices,
-                          values);
+    tm_status st = tm__arg_reduce(fn, is_max, t, dim, false, keepdim,
+                                  indices, values);
+    if (st) return st;
+    int d = dim < 0 ? dim + (t->ndim ? t->ndim : 1) : dim;
+    if ((st = tm__grad_minmax_dim_record(is_max, t, d, keepdim, *values,
+                                         *indices))) {
+        tm_free(*values);
+        tm_free(*indices);
+        *values = *indices = NULL;
+    }
+    return st;
 }
 
 tm_status tm_max_dim(const tm_tensor *t, int dim, bool keepdim,
@@ -322,7 +332,7 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
         ob.shape[0] = ib.shape[0] = 1;
         ob.strides[0] = ib.strides[0] = 0;
     }
-    if (be->cumsum(&ob, &ib, d)) {
+    if (be->cumsum(&ob, &ib, d) || tm__grad_cumsum_record(t, d, o)) {
         tm_free(o);
         return NULL;
     }

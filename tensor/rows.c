@@ -4,7 +4,7 @@
  * softmax along another dim hands them the input and the output with that
  * dim moved last (views of the same memory; the result itself is a fresh
  * contiguous tensor of the input's shape and dtype). */
-#include "tensor_impl.h"
+#include "grad_linalg.h"
 
 #include <math.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                   t->storage->device);
     if (!o) return NULL;
-    if (tm_numel(o) == 0) return o;
+    if (tm_numel(o) == 0) goto done;
     tm_buf ob = tm__buf(o), ib = tm__buf(t);
     if (t->ndim == 0) { /* one element along a size-1 dim: 1 (log: 0) */
         ob.ndim = ib.ndim = 1;
@@ -56,6 +56,11 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
     }
     if (be->softmax(&ob, &ib, log)) {
         tm__relabel_error(fn, tm_last_status());
+        tm_free(o);
+        return NULL;
+    }
+done:
+    if (tm__grad_softmax_record(t, d, log, o)) {
         tm_free(o);
         return NULL;
     }
@@ -119,7 +124,7 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     tm_tensor *o = tm__tensor_new(fn, x->shape, x->ndim, x->dtype,
                                   x->storage->device);
     if (!o) return NULL;
-    if (tm_numel(o) == 0) return o;
+    if (tm_numel(o) == 0) goto done;
     tm_buf ob = tm__buf(o), ib = tm__buf(x), wb, bb;
     memset(&wb, 0, sizeof wb);
     memset(&bb, 0, sizeof bb);
@@ -127,6 +132,11 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     if (bias) bb = tm__buf(bias);
     if (be->norm_rows(&ob, &ib, &wb, &bb, eps, rms)) {
         tm__relabel_error(fn, tm_last_status());
+        tm_free(o);
+        return NULL;
+    }
+done:
+    if (tm__grad_norm_record(x, weight, bias, eps, rms, o)) {
         tm_free(o);
         return NULL;
     }

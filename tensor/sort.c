@@ -1,5 +1,5 @@
 /* sort.c — tm_sort, tm_argsort, tm_topk: stable sorting along one dim. */
-#include "tensor_impl.h"
+#include "grad_reduce.h"
 
 #include <string.h>
 
@@ -76,7 +76,23 @@ fail:
 tm_status tm_sort(const tm_tensor *t, int dim, bool descending,
                   tm_tensor **values, tm_tensor **indices)
 {
-    return tm__sort(__func__, t, dim, descending, values, indices);
+    /* Recording the values needs the indices, wanted or not. */
+    bool rec = values && t && tm__ag_needed(1, &t);
+    tm_tensor *ix = NULL;
+    if (indices) *indices = NULL;
+    tm_status st = tm__sort(__func__, t, dim, descending, values,
+                            indices || rec ? &ix : NULL);
+    if (st) return st;
+    if (rec && (st = tm__grad_sort_record("SortBackward", t, dim, *values,
+                                          ix))) {
+        tm_free(*values);
+        *values = NULL;
+        tm_free(ix);
+        return st;
+    }
+    if (indices) *indices = ix;
+    else tm_free(ix);
+    return TM_OK;
 }
 
 tm_tensor *tm_argsort(const tm_tensor *t, int dim, bool descending)
@@ -116,16 +132,24 @@ tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
         return TM_ERR(TM_EINVAL, "k %lld is out of range for dim %d of size "
                       "%lld", (long long)k, d, (long long)size);
     /* A full stable sort: descending for the largest puts ties in index
-     * order and NaN (the largest) first, as PyTorch's topk does. */
+     * order and NaN (the largest) first, as PyTorch's topk does.
+     * Recording the values needs the indices, wanted or not. */
+    bool rec = values && tm__ag_needed(1, &t);
     tm_status st = tm__sort(__func__, t, d, largest, values ? &v : NULL,
-                            indices ? &ix : NULL);
+                            indices || rec ? &ix : NULL);
     if (st) return st;
     if (tm__topk_cut(&v, d, k) || tm__topk_cut(&ix, d, k)) {
         tm_free(v);
         tm_free(ix);
         return TM_ERR(tm_last_status(), "%s", tm_last_error());
     }
+    if (rec && (st = tm__grad_sort_record("TopkBackward", t, d, v, ix))) {
+        tm_free(v);
+        tm_free(ix);
+        return st;
+    }
     if (values) *values = v;
     if (indices) *indices = ix;
+    else tm_free(ix);
     return TM_OK;
 }
