@@ -6,8 +6,11 @@
  *   const tm_tensor *ins[2] = {a, b};
  *   if (tm__ag_needed(2, ins)) {
  *       tm__node *n = tm__ag_node("MulBackward", mul_backward, 2, ins);
- *       if (!n || tm__ag_save(n, 0, a) || tm__ag_save(n, 1, b) ||
- *           tm__ag_attach(n, out)) {       // attach consumes n, even on error
+ *       if (n && (tm__ag_save(n, 0, a) || tm__ag_save(n, 1, b))) {
+ *           tm__ag_node_free(n);           // a failed save leaves n to us
+ *           n = NULL;
+ *       }
+ *       if (!n || tm__ag_attach(n, out)) { // attach consumes n, even on error
  *           ... free out, return NULL (the error is set) ...
  *       }
  *   }

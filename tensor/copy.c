@@ -1,5 +1,5 @@
 /* copy.c — copies, dtype conversion, device transfer, element access. */
-#include "tensor_impl.h"
+#include "grad_shape.h"
 
 #include <string.h>
 
@@ -14,29 +14,37 @@ static tm_status tm__copy_into(const char *fn, tm_tensor *dst,
     return be->copy(&d, &s);
 }
 
-tm_tensor *tm_to_dtype(const tm_tensor *t, tm_dtype dt)
+/* A contiguous copy of t as dt, recorded as `name` (its backward converts
+ * the gradient back to t's dtype). */
+static tm_tensor *tm__copy_as(const char *fn, const tm_tensor *t, tm_dtype dt,
+                              const char *name)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, dt,
+    tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, dt,
                                   t->storage->device);
-    if (o && tm__copy_into(__func__, o, t)) {
+    if (o && tm__copy_into(fn, o, t)) {
         tm_free(o);
         return NULL;
     }
-    return o;
+    return tm__ag_record1(o, t, name, tm__gb_to_dtype, NULL, 0);
+}
+
+tm_tensor *tm_to_dtype(const tm_tensor *t, tm_dtype dt)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__copy_as(__func__, t, dt, "ToCopyBackward");
 }
 
 tm_tensor *tm_contiguous(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     if (tm_is_contiguous(t)) return tm_retain((tm_tensor *)t);
-    return tm_to_dtype(t, t->dtype);
+    return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
 }
 
 tm_tensor *tm_clone(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    return tm_to_dtype(t, t->dtype);
+    return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
 }
 
 tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
@@ -46,7 +54,9 @@ tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
     if (from == dev) return tm_retain((tm_tensor *)t);
     const tm_backend *bs = tm_backend_get(from), *bd = tm_backend_get(dev);
     if (!bs || !bd) return NULL;
+    bool prev = tm_no_grad_begin(); /* the copy is part of this node */
     tm_tensor *c = tm_contiguous(t);
+    tm_no_grad_end(prev);
     if (!c) return NULL;
     tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype, dev);
     if (!o) {
@@ -65,7 +75,8 @@ tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
         tm_free(o);
         return NULL;
     }
-    return o;
+    return tm__ag_record1(o, t, "ToCopyBackward", tm__gb_to_device,
+                          (int64_t[]){from}, 1);
 }
 
 tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)

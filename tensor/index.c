@@ -1,5 +1,5 @@
 /* index.c — gather, scatter, scatter_add, index_select, one_hot. */
-#include "tensor_impl.h"
+#include "grad_shape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -53,15 +53,19 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
     if (!be) return NULL;
     tm_tensor *out = tm__tensor_new(__func__, index->shape, index->ndim,
                                     t->dtype, t->storage->device);
-    if (!out || tm_numel(out) == 0) return out;
-    tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
-    tm_status st = be->gather(&o, &in, d, &ix);
-    if (st) {
-        tm__relabel_error(__func__, st);
-        tm_free(out);
-        return NULL;
+    if (!out) return NULL;
+    if (tm_numel(out) > 0) {
+        tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
+        tm_status st = be->gather(&o, &in, d, &ix);
+        if (st) {
+            tm__relabel_error(__func__, st);
+            tm_free(out);
+            return NULL;
+        }
     }
-    return out;
+    const tm_tensor *ins[1] = {t};
+    return tm__ag_record(out, 1, ins, "GatherBackward", tm__gb_gather,
+                         (int64_t[]){d}, 1, index);
 }
 
 /* dst[index along d] = src (or +=); src is a tensor or, when NULL, the
@@ -161,7 +165,11 @@ static tm_tensor *tm__scatter_copy(const char *fn, const tm_tensor *t,
         tm_free(out);
         return NULL;
     }
-    return out;
+    const tm_tensor *ins[2] = {t, src};
+    return tm__ag_record(out, has_src ? 2 : 1, ins,
+                         add ? "ScatterAddBackward" : "ScatterBackward",
+                         add ? tm__gb_scatter_add : tm__gb_scatter,
+                         (int64_t[]){d}, 1, index);
 }
 
 tm_tensor *tm_scatter(const tm_tensor *t, int dim, const tm_tensor *index,
@@ -231,20 +239,24 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
     if (t->ndim) shape[d] = len;
     tm_tensor *out = tm__tensor_new(__func__, shape, t->ndim, t->dtype,
                                     t->storage->device);
-    if (!out || tm_numel(out) == 0) return out;
-    tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
-    if (ix.ndim == 0) { /* as 1-D [1] */
-        ix.ndim = 1;
-        ix.shape[0] = 1;
-        ix.strides[0] = 0;
+    if (!out) return NULL;
+    if (tm_numel(out) > 0) {
+        tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
+        if (ix.ndim == 0) { /* as 1-D [1] */
+            ix.ndim = 1;
+            ix.shape[0] = 1;
+            ix.strides[0] = 0;
+        }
+        tm_status st = be->index_select(&o, &in, d, &ix);
+        if (st) {
+            tm__relabel_error(__func__, st);
+            tm_free(out);
+            return NULL;
+        }
     }
-    tm_status st = be->index_select(&o, &in, d, &ix);
-    if (st) {
-        tm__relabel_error(__func__, st);
-        tm_free(out);
-        return NULL;
-    }
-    return out;
+    const tm_tensor *ins[1] = {t};
+    return tm__ag_record(out, 1, ins, "IndexSelectBackward",
+                         tm__gb_index_select, (int64_t[]){d}, 1, index);
 }
 
 tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)

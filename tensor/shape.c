@@ -4,7 +4,7 @@
  * and each input is copied into a window of them (a tm_buf whose data
  * pointer is moved and whose shape is cut down), so the code runs on any
  * device that implements copy and fill. */
-#include "tensor_impl.h"
+#include "grad_shape.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -64,8 +64,10 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
     for (int i = 0; i < n && ref < 0; i++)
         if (!tm__legacy_empty(ts[i])) ref = i;
     if (ref < 0) /* only [0] tensors: an empty [0] result */
-        return tm__tensor_new(__func__, (int64_t[]){0}, 1, dt,
-                              ts[0]->storage->device);
+        return tm__ag_record(tm__tensor_new(__func__, (int64_t[]){0}, 1, dt,
+                                            ts[0]->storage->device),
+                             n, (const tm_tensor *const *)ts, "CatBackward",
+                             tm__gb_cat, (int64_t[]){0}, 1, NULL);
     const tm_tensor *r = ts[ref];
     int d;
     if (r->ndim == 0) {
@@ -124,7 +126,8 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
         }
         off += t->shape[d];
     }
-    return out;
+    return tm__ag_record(out, n, (const tm_tensor *const *)ts, "CatBackward",
+                         tm__gb_cat, (int64_t[]){d}, 1, NULL);
 }
 
 tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
@@ -160,8 +163,8 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
     }
     tm_tensor *out = tm__tensor_new(__func__, shape, r->ndim + 1, dt,
                                     r->storage->device);
-    if (!out || tm_numel(out) == 0) return out;
-    for (int i = 0; i < n; i++) {
+    if (!out) return NULL;
+    for (int i = 0; i < n && tm_numel(out) > 0; i++) {
         /* out selected at i along d: drop dim d from a window */
         tm_buf dst = tm__window(out, d, i, 1);
         for (int k = d; k < r->ndim; k++) {
@@ -175,7 +178,9 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
             return NULL;
         }
     }
-    return out;
+    return tm__ag_record(out, n, (const tm_tensor *const *)ts,
+                         "StackBackward", tm__gb_stack, (int64_t[]){d}, 1,
+                         NULL);
 }
 
 /* ---------------------------------------------------------------- split */
@@ -197,8 +202,11 @@ static int tm__pieces(const char *fn, const tm_tensor *t, int d,
         int64_t len = sizes ? sizes[i]
                             : (size - start < step ? size - start : step);
         shape[d] = len;
-        out[i] = tm__view_of(fn, t, shape, t->strides, t->ndim,
-                             t->offset + start * t->strides[d]);
+        out[i] = tm__ag_record1(tm__view_of(fn, t, shape, t->strides,
+                                            t->ndim,
+                                            t->offset + start * t->strides[d]),
+                                t, "SplitBackward", tm__gb_slice,
+                                (int64_t[]){d, start, 1}, 3);
         if (!out[i]) {
             while (i-- > 0) {
                 tm_free(out[i]);
@@ -293,7 +301,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
     int64_t shape[TM_MAX_DIMS];
     /* the window of t that survives cropping, and where it lands */
     int64_t sstart[TM_MAX_DIMS] = {0}, dstart[TM_MAX_DIMS] = {0};
-    int64_t len[TM_MAX_DIMS];
+    int64_t len[TM_MAX_DIMS], before[TM_MAX_DIMS] = {0};
     for (int i = 0; i < nd; i++) shape[i] = len[i] = t->shape[i];
     for (int k = 0; k < npad / 2; k++) {
         int i = nd - 1 - k;
@@ -311,6 +319,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
             return NULL;
         }
         shape[i] = s + lo + hi;
+        before[i] = lo;
         sstart[i] = lo < 0 ? -lo : 0;
         dstart[i] = lo > 0 ? lo : 0;
         len[i] = s - sstart[i] - (hi < 0 ? -hi : 0);
@@ -339,7 +348,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
         tm_free(out);
         return NULL;
     }
-    return out;
+    return tm__ag_record1(out, t, "PadBackward", tm__gb_pad, before, nd);
 }
 
 /* --------------------------------------------------------------- repeat */
@@ -380,7 +389,10 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
     if (!be) return NULL;
     tm_tensor *out = tm__tensor_new(__func__, shape, nrep, t->dtype,
                                     t->storage->device);
-    if (!out || tm_numel(out) == 0) return out;
+    if (!out) return NULL;
+    if (tm_numel(out) == 0)
+        return tm__ag_record1(out, t, "RepeatBackward", tm__gb_repeat,
+                              repeats, nrep);
     tm_buf o = tm__buf(out), src = tm__buf(t);
     /* One copy from a stride-0 view: out seen as [r0, s0, r1, s1, ...]
      * (size-1 entries left out) reads t broadcast along every r dim. */
@@ -436,5 +448,6 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
         tm_free(out);
         return NULL;
     }
-    return out;
+    return tm__ag_record1(out, t, "RepeatBackward", tm__gb_repeat, repeats,
+                          nrep);
 }

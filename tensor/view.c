@@ -1,5 +1,5 @@
 /* view.c — views: new shape/strides/offset over the same storage. */
-#include "tensor_impl.h"
+#include "grad_shape.h"
 
 #include <string.h>
 
@@ -12,7 +12,10 @@ tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
 {
     CHECK_T(t);
     int a, b;
-    if (t->ndim == 0) return tm__view_of(__func__, t, NULL, NULL, 0, t->offset);
+    if (t->ndim == 0)
+        return tm__ag_record1(tm__view_of(__func__, t, NULL, NULL, 0,
+                                          t->offset),
+                              t, "TransposeBackward", tm__gb_reshape, NULL, 0);
     if (tm__wrap_dim(__func__, dim0, t->ndim, &a) ||
         tm__wrap_dim(__func__, dim1, t->ndim, &b))
         return NULL;
@@ -21,7 +24,9 @@ tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
     memcpy(st, t->strides, sizeof st);
     sh[a] = t->shape[b], sh[b] = t->shape[a];
     st[a] = t->strides[b], st[b] = t->strides[a];
-    return tm__view_of(__func__, t, sh, st, t->ndim, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, t->ndim, t->offset),
+                          t, "TransposeBackward", tm__gb_transpose,
+                          (int64_t[]){a, b}, 2);
 }
 
 tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
@@ -35,7 +40,7 @@ tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
         TM_ERR(TM_EINVAL, "dims is NULL");
         return NULL;
     }
-    int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
+    int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS], ip[TM_MAX_DIMS];
     bool seen[TM_MAX_DIMS] = {false};
     for (int i = 0; i < ndim; i++) {
         int d;
@@ -45,10 +50,12 @@ tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
             return NULL;
         }
         seen[d] = true;
+        ip[i] = d;
         sh[i] = t->shape[d];
         st[i] = t->strides[d];
     }
-    return tm__view_of(__func__, t, sh, st, ndim, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, ndim, t->offset),
+                          t, "PermuteBackward", tm__gb_permute, ip, ndim);
 }
 
 /* Resolves one -1 entry of `shape` against numel into out. */
@@ -149,7 +156,8 @@ tm_tensor *tm_view(const tm_tensor *t, const int64_t *shape, int ndim)
                tm__fmt_shape(sh, ndim, a + 96, sizeof a - 96));
         return NULL;
     }
-    return tm__view_of(__func__, t, sh, st, ndim, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, ndim, t->offset),
+                          t, "ViewBackward", tm__gb_reshape, NULL, 0);
 }
 
 tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
@@ -157,14 +165,19 @@ tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
     CHECK_T(t);
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
     if (tm__infer_shape(__func__, t, shape, ndim, sh)) return NULL;
-    if (tm__view_strides(t, sh, ndim, st))
-        return tm__view_of(__func__, t, sh, st, ndim, t->offset);
-    tm_tensor *c = tm_contiguous(t);
-    if (!c) return NULL;
-    tm__contiguous_strides(sh, ndim, st);
-    tm_tensor *v = tm__view_of(__func__, c, sh, st, ndim, c->offset);
-    tm_free(c);
-    return v;
+    tm_tensor *v;
+    if (tm__view_strides(t, sh, ndim, st)) {
+        v = tm__view_of(__func__, t, sh, st, ndim, t->offset);
+    } else { /* the copy is recorded as part of this node, not on its own */
+        bool prev = tm_no_grad_begin();
+        tm_tensor *c = tm_contiguous(t);
+        tm_no_grad_end(prev);
+        if (!c) return NULL;
+        tm__contiguous_strides(sh, ndim, st);
+        v = tm__view_of(__func__, c, sh, st, ndim, c->offset);
+        tm_free(c);
+    }
+    return tm__ag_record1(v, t, "ReshapeBackward", tm__gb_reshape, NULL, 0);
 }
 
 tm_tensor *tm_flatten(const tm_tensor *t, int start_dim, int end_dim)
@@ -215,7 +228,9 @@ tm_tensor *tm_slice(const tm_tensor *t, int dim, int64_t start, int64_t stop,
     sh[d] = len;
     st[d] = t->strides[d] * step;
     int64_t off = t->offset + (len > 0 ? start * t->strides[d] : 0);
-    return tm__view_of(__func__, t, sh, st, t->ndim, off);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, t->ndim, off), t,
+                          "SliceBackward", tm__gb_slice,
+                          (int64_t[]){d, len > 0 ? start : 0, step}, 3);
 }
 
 tm_tensor *tm_narrow(const tm_tensor *t, int dim, int64_t start,
@@ -262,8 +277,10 @@ tm_tensor *tm_select(const tm_tensor *t, int dim, int64_t index)
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__view_of(__func__, t, sh, st, k,
-                       t->offset + index * t->strides[d]);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k,
+                                      t->offset + index * t->strides[d]),
+                          t, "SelectBackward", tm__gb_select,
+                          (int64_t[]){d, index}, 2);
 }
 
 tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
@@ -271,17 +288,15 @@ tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
     CHECK_T(t);
     int d;
     if (tm__wrap_dim(__func__, dim, t->ndim, &d)) return NULL;
-    if (t->ndim == 0 || t->shape[d] != 1)
-        return tm__view_of(__func__, t, t->shape, t->strides, t->ndim,
-                           t->offset);
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
     int k = 0;
     for (int i = 0; i < t->ndim; i++) {
-        if (i == d) continue;
+        if (i == d && t->shape[i] == 1) continue;
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__view_of(__func__, t, sh, st, k, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                          "SqueezeBackward", tm__gb_reshape, NULL, 0);
 }
 
 tm_tensor *tm_squeeze_all(const tm_tensor *t)
@@ -294,7 +309,8 @@ tm_tensor *tm_squeeze_all(const tm_tensor *t)
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__view_of(__func__, t, sh, st, k, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                          "SqueezeBackward", tm__gb_reshape, NULL, 0);
 }
 
 tm_tensor *tm_unsqueeze(const tm_tensor *t, int dim)
@@ -319,7 +335,8 @@ tm_tensor *tm_unsqueeze(const tm_tensor *t, int dim)
             st[k++] = t->strides[i];
         }
     }
-    return tm__view_of(__func__, t, sh, st, k, t->offset);
+    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                          "UnsqueezeBackward", tm__gb_reshape, NULL, 0);
 }
 
 static tm_tensor *tm__expand(const char *fn, const tm_tensor *t,
@@ -363,7 +380,8 @@ static tm_tensor *tm__expand(const char *fn, const tm_tensor *t,
         }
     }
     if (tm__check_shape(fn, sh, ndim, t->dtype, NULL)) return NULL;
-    return tm__view_of(fn, t, sh, st, ndim, t->offset);
+    return tm__ag_record1(tm__view_of(fn, t, sh, st, ndim, t->offset), t,
+                          "ExpandBackward", tm__gb_expand, NULL, 0);
 }
 
 tm_tensor *tm_expand(const tm_tensor *t, const int64_t *shape, int ndim)
@@ -386,8 +404,11 @@ tm_tensor *tm_as_strided(const tm_tensor *t, const int64_t *shape,
     }
     tm_tensor *v = tm_tensor_from_storage(t->storage, offset, shape, strides,
                                           ndim, t->dtype);
-    if (!v) tm__relabel_error(__func__, tm_last_status());
-    return v;
+    if (!v) {
+        tm__relabel_error(__func__, tm_last_status());
+        return NULL;
+    }
+    return tm__ag_record_as_strided(v, t);
 }
 
 tm_status tm_broadcast_shapes(const int64_t *a, int na, const int64_t *b,

@@ -22,8 +22,11 @@ static tm_tensor *scale_op(tm_tensor *x, double c, bool save)
     if (y && tm__ag_needed(1, ins)) {
         tm__node *n = tm__ag_node("ScaleBackward", scale_backward, 1, ins);
         if (n) n->d[0] = c;
-        if (!n || (save && tm__ag_save(n, 0, x)) || tm__ag_attach(n, y)) {
-            if (n && !y->autograd) tm__ag_node_free(n);
+        if (n && save && tm__ag_save(n, 0, x)) {
+            tm__ag_node_free(n);
+            n = NULL;
+        }
+        if (!n || tm__ag_attach(n, y)) { /* attach consumes n */
             tm_free(y);
             return NULL;
         }
