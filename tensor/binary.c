@@ -1,5 +1,6 @@
 /* binary.c — binary elementwise ops: a OP b with broadcasting and PyTorch's
  * type promotion, scalar ("wrapped number") variants and in-place forms. */
+#include "grad_elementwise.h"
 #include "tensor_impl.h"
 
 #include <math.h>
@@ -158,7 +159,13 @@ static tm_tensor *tm__binary(const char *fn, tm_binary_op op,
                              const tm_tensor *a, const tm_tensor *b)
 {
     if (tm__check_pair(fn, op, a, b)) return NULL;
-    return tm__binary_new(fn, op, a, b, tm_promote_types(a->dtype, b->dtype));
+    tm_tensor *out = tm__binary_new(fn, op, a, b,
+                                    tm_promote_types(a->dtype, b->dtype));
+    if (out && tm__grad_binary(op, a, b, out)) {
+        tm_free(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* s op t (reverse) or t op s. */
@@ -172,6 +179,10 @@ static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
     tm_tensor *out = rev ? tm__binary_new(fn, op, st, t, pt)
                          : tm__binary_new(fn, op, t, st, pt);
     tm_free(st);
+    if (out && tm__grad_binary_scalar(op, t, s, rev, out)) {
+        tm_free(out);
+        return NULL;
+    }
     return out;
 }
 
@@ -379,5 +390,9 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
         r = r2;
     }
     tm_free(tc);
+    if (r && tm__grad_clamp_tensor(t, lo, hi, r)) {
+        tm_free(r);
+        return NULL;
+    }
     return r;
 }

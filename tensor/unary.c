@@ -2,6 +2,7 @@
  * wrappers (tm_neg ... tm_log2) and tm_clamp / tm_clamp_ with scalar
  * bounds.  Works out the result dtype (PyTorch's rules, see foundry/ops.h)
  * and hands the work to the backend's `unary` entry. */
+#include "grad_elementwise.h"
 #include "tensor_impl.h"
 
 #include <math.h>
@@ -112,6 +113,10 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
             tm_free(o);
             return NULL;
         }
+    }
+    if (tm__grad_unary(op, t, o, p0, p1)) {
+        tm_free(o);
+        return NULL;
     }
     return o;
 }

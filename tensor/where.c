@@ -1,5 +1,6 @@
 /* where.c — selection ops built on the backend's `where`: tm_where,
  * masked_fill and the triangles tril/triu. */
+#include "grad_elementwise.h"
 #include "tensor_impl.h"
 
 #include <stdio.h>
@@ -57,7 +58,8 @@ tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
     tm_tensor *out = tm__tensor_new(__func__, shape, nd,
                                     tm_promote_types(a->dtype, b->dtype),
                                     a->storage->device);
-    if (out && tm__where_into(__func__, out, cond, a, b)) {
+    if (out && (tm__where_into(__func__, out, cond, a, b) ||
+                tm__grad_where(cond, a, b, out))) {
         tm_free(out);
         return NULL;
     }
@@ -115,7 +117,8 @@ tm_tensor *tm_masked_fill(const tm_tensor *t, const tm_tensor *mask,
     if (tm__masked_args(__func__, t, mask, &m)) return NULL;
     tm_tensor *out = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype,
                                     t->storage->device);
-    if (out && tm__masked_fill_into(__func__, out, t, m, value)) {
+    if (out && (tm__masked_fill_into(__func__, out, t, m, value) ||
+                tm__grad_masked_fill(t, m, out))) {
         tm_free(out);
         out = NULL;
     }
@@ -177,7 +180,8 @@ static tm_tensor *tm__tri(const char *fn, const tm_tensor *t, int64_t k,
     if (tm__tri_check(fn, t)) return NULL;
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                     t->storage->device);
-    if (out && tm__tri_into(fn, out, t, k, upper)) {
+    if (out && (tm__tri_into(fn, out, t, k, upper) ||
+                tm__grad_tri(t, k, upper, out))) {
         tm_free(out);
         return NULL;
     }
