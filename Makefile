@@ -122,9 +122,10 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
 
-bench: $(B)/bench/bench_core $(B)/bench/bench_kernels
+bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
+	$(B)/bench/bench_fused
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py).
 difftest: $(SHARED)

@@ -198,9 +198,56 @@ tm_status tm__grad_softmax_record(const tm_tensor *t, int d, bool log,
  * mean and rstd are recomputed from the saved input, in F32 for F16/BF16
  * (as the forward kernel computes).  Saved: x (slot 0), weight (slot 1);
  * d[0] eps, i[0] rms. */
+/* F32/F64: the backend's fused kernel (one pass per row, no temporaries
+ * of the input's size besides dx). */
+static tm_status norm_backward_fused(tm__node *n, const tm_tensor *g,
+                                     tm_tensor **gin)
+{
+    const tm_tensor *xs = tm__ag_saved(n, 0), *ws = tm__ag_saved(n, 1);
+    tm_tensor *x = tm_contiguous(xs), *gc = tm_contiguous(g);
+    tm_tensor *w = ws ? tm_contiguous(ws) : NULL;
+    tm_tensor *out[3] = {NULL, NULL, NULL};
+    tm_status st = TM_OK;
+    if (!x || !gc || (ws && !w)) {
+        st = tm_last_status();
+        goto done;
+    }
+    for (int i = 0; i < n->nin && i < 3; i++) {
+        const tm__edge *e = &n->edges[i];
+        if (!e->needed) continue;
+        out[i] = tm_empty(e->shape, e->ndim, e->dtype);
+        if (!out[i]) {
+            st = tm_last_status();
+            goto done;
+        }
+    }
+    const tm_backend *be = tm__backend(x, n->name);
+    if (!be) {
+        st = tm_last_status();
+        goto done;
+    }
+    tm_buf none = {0};
+    tm_buf bx = tm__buf(x), bg = tm__buf(gc), bw = w ? tm__buf(w) : none;
+    tm_buf bo[3];
+    for (int i = 0; i < 3; i++) bo[i] = out[i] ? tm__buf(out[i]) : none;
+    st = be->norm_rows_backward(&bo[0], &bo[1], &bo[2], &bg, &bx, &bw,
+                                n->d[0], n->i[0] != 0);
+done:
+    for (int i = 0; i < 3; i++) {
+        if (st) tm_free(out[i]);
+        else gin[i] = out[i];
+    }
+    tm_free(x);
+    tm_free(gc);
+    tm_free(w);
+    return st;
+}
+
 static tm_status norm_backward(tm__node *n, const tm_tensor *g,
                                tm_tensor **gin)
 {
+    if (n->edges[0].dtype == TM_F32 || n->edges[0].dtype == TM_F64)
+        return norm_backward_fused(n, g, gin);
     tm__gs s = {0};
     const tm__edge *ex = &n->edges[0];
     tm_dtype dt = ex->dtype;

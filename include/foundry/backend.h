@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 2
+#define TM_BACKEND_ABI_VERSION 3
 
 /* A strided view as kernels see it.  `data` points at the first element
  * (host address, or a device address cast to a pointer). */
@@ -118,6 +118,15 @@ typedef struct tm_backend {
     tm_status (*norm_rows)(const tm_buf *out, const tm_buf *in,
                            const tm_buf *weight, const tm_buf *bias,
                            double eps, bool rms);
+    /* Gradients of norm_rows in one fused pass per row: dx, and dw / db
+     * summed over the rows (deterministic for a thread count); any of the
+     * three may have data == NULL when not wanted, as may weight.  All
+     * buffers contiguous with one float dtype (F32 or F64); rows are the
+     * last dim of x, g and dx. */
+    tm_status (*norm_rows_backward)(const tm_buf *dx, const tm_buf *dw,
+                                    const tm_buf *db, const tm_buf *g,
+                                    const tm_buf *x, const tm_buf *weight,
+                                    double eps, bool rms);
 
     /* Fills dst (contiguous) from the Philox stream (see random.h):
      * kind 0 uniform [p0, p1), 1 normal (mean p0, std p1), 2 integers in

@@ -78,6 +78,7 @@ const tm_backend tm__cpu_backend = {
     .gemm = tm__cpu_gemm,
     .softmax = tm__cpu_softmax,
     .norm_rows = tm__cpu_norm_rows,
+    .norm_rows_backward = tm__cpu_norm_rows_backward,
     .gather = tm__cpu_gather,
     .scatter = tm__cpu_scatter,
     .index_select = tm__cpu_index_select,

@@ -64,6 +64,10 @@ tm_status tm__cpu_softmax(const tm_buf *out, const tm_buf *in, bool log);
 tm_status tm__cpu_norm_rows(const tm_buf *out, const tm_buf *in,
                             const tm_buf *weight, const tm_buf *bias,
                             double eps, bool rms);
+tm_status tm__cpu_norm_rows_backward(const tm_buf *dx, const tm_buf *dw,
+                                     const tm_buf *db, const tm_buf *g,
+                                     const tm_buf *x, const tm_buf *weight,
+                                     double eps, bool rms);
 tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
                          const tm_buf *index);
 tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,
