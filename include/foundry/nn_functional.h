@@ -1,0 +1,154 @@
+/*
+ * foundry/nn_functional.h — losses, dropout, embedding, convolution and
+ * pooling (functional form, PyTorch semantics and argument names).
+ *
+ * Every function here records for autograd like the ops of foundry/ops.h:
+ * float inputs that require grad receive gradients; integer inputs (class
+ * indices, embedding indices) never do.  Inputs are borrowed and may have
+ * any strides; results are new references; failures return NULL with
+ * tm_last_error() set.  Float dtypes only (F16/BF16 are computed in F32).
+ */
+#ifndef FOUNDRY_NN_FUNCTIONAL_H
+#define FOUNDRY_NN_FUNCTIONAL_H
+
+#include "random.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a loss reduces its per-element values.  Values only ever appended. */
+typedef enum tm_reduction {
+    TM_REDUCTION_MEAN = 0, /* mean (see each loss for the divisor); 0-d */
+    TM_REDUCTION_SUM = 1,  /* sum; 0-d */
+    TM_REDUCTION_NONE = 2  /* the per-element losses */
+} tm_reduction;
+
+/* ------------------------------------------------------------ losses */
+
+typedef struct tm_cross_entropy_opts {
+    tm_reduction reduction;  /* default TM_REDUCTION_MEAN */
+    int64_t ignore_index;    /* class-index targets only; default -100 */
+    double label_smoothing;  /* in [0, 1]; default 0 */
+} tm_cross_entropy_opts;
+
+/* {TM_REDUCTION_MEAN, -100, 0.0}. */
+tm_cross_entropy_opts tm_cross_entropy_defaults(void);
+
+/* Cross entropy from unnormalised logits, fused with log_softmax.
+ * logits: [N, C] or [N, C, d1, ...] (classes on dim 1), or [C] (one
+ * sample).  target is either
+ * - class indices (I64 or I32) of shape [N] / [N, d1, ...] / [] with
+ *   values in [0, C) or equal to opts.ignore_index (TM_ERANGE otherwise);
+ * - class probabilities: a float tensor of logits' shape (ignore_index
+ *   does not apply).
+ * With label smoothing e the target distribution is q = (1 - e) y + e / C
+ * (y the one-hot or probability target) and each sample's loss is
+ * sum_c q_c (logsumexp(x) - x_c).  Reduction: NONE gives [N, d1, ...]
+ * (0 for ignored samples), SUM the total, MEAN the total divided by the
+ * number of non-ignored samples (class indices; NaN when there are none)
+ * or by N * d1 * ... (probabilities).  Only the logits and the per-sample
+ * logsumexp are kept for backward, never a probability matrix.  opts NULL
+ * means the defaults.  Gradients flow to the logits and to probability
+ * targets. */
+tm_tensor *tm_cross_entropy(const tm_tensor *logits, const tm_tensor *target,
+                            const tm_cross_entropy_opts *opts);
+/* Negative log likelihood of log-probabilities: loss_i = -logp[i, t_i];
+ * shapes, ignore_index and reductions as class-index cross entropy. */
+tm_tensor *tm_nll_loss(const tm_tensor *logp, const tm_tensor *target,
+                       tm_reduction reduction, int64_t ignore_index);
+/* max(x, 0) - x y + log1p(exp(-|x|)) elementwise (stable for any x);
+ * x and y have the same shape; MEAN divides by the number of elements. */
+tm_tensor *tm_binary_cross_entropy_with_logits(const tm_tensor *x,
+                                               const tm_tensor *y,
+                                               tm_reduction reduction);
+/* (x - y)^2, |x - y|, and with d = |x - y|:
+ *   smooth_l1: 0.5 d^2 / beta if d < beta, else d - 0.5 beta (beta >= 0;
+ *              beta 0 is l1);
+ *   huber:     0.5 d^2 if d < delta, else delta (d - 0.5 delta) (delta > 0).
+ * x and y broadcast; MEAN divides by the number of elements. */
+tm_tensor *tm_mse_loss(const tm_tensor *x, const tm_tensor *y,
+                       tm_reduction reduction);
+tm_tensor *tm_l1_loss(const tm_tensor *x, const tm_tensor *y,
+                      tm_reduction reduction);
+tm_tensor *tm_smooth_l1_loss(const tm_tensor *x, const tm_tensor *y,
+                             tm_reduction reduction, double beta);
+tm_tensor *tm_huber_loss(const tm_tensor *x, const tm_tensor *y,
+                         tm_reduction reduction, double delta);
+
+/* --------------------------------------------------- dropout, embedding */
+
+/* Zeroes each element with probability p and scales the rest by
+ * 1 / (1 - p); p in [0, 1] (TM_EINVAL otherwise).  The keep mask is drawn
+ * from `rng` (NULL: the default generator) as one F32 uniform per element
+ * in row-major order (keep when u < 1 - p), so a given seed gives the
+ * same mask for every float dtype.  train false or p == 0 returns a new
+ * reference to x itself (no draw); p == 1 gives zeros (no draw).
+ * Backward multiplies by the same saved mask. */
+tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng);
+/* Rows of weight [V, D] picked by integer indices of any shape:
+ * out[..., :] = weight[indices[...], :], shape [..., D].  Indices outside
+ * [0, V) are an error (TM_ERANGE, naming the index).  Backward adds each
+ * output row's gradient into its weight row (repeated indices
+ * accumulate). */
+tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices);
+
+/* ------------------------------------------------ convolution and pooling
+ * PyTorch layouts: images are x [N, C, H, W].  Spatial settings are
+ * {height, width} pairs.  Float dtypes only (F16/BF16 compute in F32,
+ * F64 in F64); CPU tensors.  Results are new contiguous tensors of x's
+ * dtype; gradients flow to x (and weight, bias) when they require grad
+ * ("ConvolutionBackward", "MaxPool2DBackward", "AvgPool2DBackward"). */
+
+/* Settings of tm_conv2d; start from tm_conv2d_defaults(). */
+typedef struct tm_conv2d_opts {
+    int64_t stride[2];   /* >= 1; default {1, 1} */
+    int64_t padding[2];  /* zeros added on each side, >= 0; default {0, 0} */
+    int64_t dilation[2]; /* spacing of kernel taps, >= 1; default {1, 1} */
+    int64_t groups;      /* >= 1, divides C_in and C_out; default 1 */
+} tm_conv2d_opts;
+tm_conv2d_opts tm_conv2d_defaults(void);
+
+/* 2-D cross-correlation (what PyTorch calls conv2d):
+ *   x [N, C_in, H, W], weight [C_out, C_in/groups, kH, kW], bias [C_out]
+ *   or NULL  ->  y [N, C_out, OH, OW] with
+ *   OH = (H + 2*padding[0] - dilation[0]*(kH-1) - 1) / stride[0] + 1
+ *   (OW likewise).  Output channel o of group g = o / (C_out/groups) sees
+ *   input channels g*(C_in/groups) ... (g+1)*(C_in/groups)-1.
+ * opts NULL means the defaults.  Computed by im2col and GEMM, one image at
+ * a time (scratch of C_in*kH*kW*OH*OW elements); sums are in the compute
+ * dtype.  Errors: NULL tensors, dtypes that differ or are not float
+ * (TM_EDTYPE); wrong ranks or shapes, channels not divisible by groups,
+ * a dilated kernel larger than the padded input (TM_ESHAPE); bad settings
+ * (TM_EINVAL). */
+tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
+                     const tm_tensor *bias, const tm_conv2d_opts *opts);
+
+/* Settings of tm_max_pool2d / tm_avg_pool2d; start from
+ * tm_pool2d_defaults() and set the kernel. */
+typedef struct tm_pool2d_opts {
+    int64_t kernel[2];  /* window, >= 1; default {2, 2} */
+    int64_t stride[2];  /* >= 1, or 0 for "the kernel size" (default) */
+    int64_t padding[2]; /* each side, 0 <= padding <= kernel / 2; default 0 */
+    bool count_include_pad; /* avg only: divide by kH*kW even where the
+                               window covers padding; default true */
+} tm_pool2d_opts;
+tm_pool2d_opts tm_pool2d_defaults(void);
+
+/* Max / average over kH x kW windows of each channel:
+ *   x [N, C, H, W] -> y [N, C, OH, OW],  OH = (H + 2*padding[0] -
+ *   kernel[0]) / stride[0] + 1 (floor; OW likewise).
+ * Max pooling pads with -inf, propagates NaN, and sends the gradient to
+ * the first maximum of each window (in row-major order).  Average pooling
+ * pads with zeros; it divides by kH*kW when count_include_pad, else by
+ * the number of window elements inside x.  opts NULL means the defaults.
+ * Errors: NULL x, non-float dtype (TM_EDTYPE), x not 4-D or a window
+ * larger than the padded input (TM_ESHAPE), bad settings (TM_EINVAL). */
+tm_tensor *tm_max_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
+tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
