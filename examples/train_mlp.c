@@ -1,18 +1,11 @@
 /*
  * train_mlp.c — the end-to-end demo: a two-layer MLP learns to classify a
- * three-armed spiral, using only Foundry tensor ops.  Gradients are written
- * out by hand (the autograd engine arrives in a later issue), so every step
- * of backpropagation is visible:
+ * three-armed spiral with Foundry's autograd, nn layers and plain SGD:
  *
- *   Z = X W1 + b1        X (N,2)  W1 (2,H)  b1 (H)
- *   A = relu(Z)          A (N,H)
- *   L = A W2 + b2        W2 (H,C) b2 (C)    logits (N,C)
- *   loss = mean(logsumexp(L) - L[y])         cross-entropy
- *
- *   dL  = (softmax(L) - onehot(y)) / N
- *   dW2 = A^T dL,  db2 = sum_rows(dL),  dA = dL W2^T
- *   dZ  = dA * (Z > 0)
- *   dW1 = X^T dZ,  db1 = sum_rows(dZ)
+ *   logits = fc2(relu(fc1(X)))     X (N,2)  fc1: 2 -> H  fc2: H -> C
+ *   loss   = cross_entropy(logits, y)
+ *   tm_backward(loss)              fills tm_grad(p) for every parameter p
+ *   p -= lr * grad(p)              under no-grad, then the grads are zeroed
  *
  * Build and run: make demo
  */
@@ -33,13 +26,6 @@ enum { PER_CLASS = 200, CLASSES = 3, HIDDEN = 64, STEPS = 1500 };
             exit(1);                                                          \
         }                                                                     \
     } while (0)
-
-/* Drops the reference `t` and returns `r` (chains without leaking). */
-static tm_tensor *swap(tm_tensor *t, tm_tensor *r)
-{
-    tm_free(t);
-    return r;
-}
 
 /* A spiral with CLASSES arms: point i of class c sits at radius r along
  * angle 4c + 4r (+ noise). */
@@ -67,70 +53,46 @@ static void make_spiral(tm_tensor **x, tm_tensor **y)
     TRY(*y = tm_from_buffer(labels, (int64_t[]){N}, 1, TM_I64));
 }
 
-/* w -= lr * g, in place. */
-static void sgd(tm_tensor *w, const tm_tensor *g, double lr)
+/* One plain SGD step over every parameter of the set: p -= lr * grad(p).
+ * Parameters require grad, so in-place updates run under no-grad. */
+static void sgd_step(tm_params *ps, double lr)
 {
-    tm_tensor *step = tm_mul_scalar(g, lr);
-    TRY(step);
-    TRY(tm_sub_(w, step) == TM_OK);
-    tm_free(step);
+    bool prev = tm_no_grad_begin();
+    for (int i = 0; i < tm_params_count(ps); i++) {
+        tm_tensor *p = tm_params_get(ps, i), *step;
+        TRY(step = tm_mul_scalar(tm_grad(p), lr));
+        TRY(tm_sub_(p, step) == TM_OK);
+        tm_free(step);
+    }
+    tm_no_grad_end(prev);
+    tm_params_zero_grad(ps);
 }
 
 int main(void)
 {
     tm_tensor *x, *y;
     make_spiral(&x, &y);
-    tm_manual_seed(42);
-    /* He-style init: randn * sqrt(2 / fan_in) */
-    tm_tensor *w1, *b1, *w2, *b2;
-    TRY(w1 = swap(NULL, tm_randn((int64_t[]){2, HIDDEN}, 2, TM_F32)));
-    TRY(w1 = swap(w1, tm_mul_scalar(w1, sqrt(2.0 / 2))));
-    TRY(w2 = tm_randn((int64_t[]){HIDDEN, CLASSES}, 2, TM_F32));
-    TRY(w2 = swap(w2, tm_mul_scalar(w2, sqrt(2.0 / HIDDEN))));
-    TRY(b1 = tm_zeros((int64_t[]){HIDDEN}, 1, TM_F32));
-    TRY(b2 = tm_zeros((int64_t[]){CLASSES}, 1, TM_F32));
-    tm_tensor *onehot, *labels_col;
-    TRY(onehot = tm_one_hot(y, CLASSES));
-    TRY(onehot = swap(onehot, tm_to_dtype(onehot, TM_F32)));
-    TRY(labels_col = tm_unsqueeze(y, 1));
+    /* PyTorch's default Linear init: U(+-1/sqrt(fan_in)) */
+    tm_rng rng = tm_rng_new(42);
+    tm_linear_layer *fc1, *fc2;
+    TRY(fc1 = tm_linear_layer_new(2, HIDDEN, true, TM_F32, &rng));
+    TRY(fc2 = tm_linear_layer_new(HIDDEN, CLASSES, true, TM_F32, &rng));
+    tm_params *ps;
+    TRY(ps = tm_params_new());
+    TRY(tm_linear_layer_params(fc1, ps, "fc1") == TM_OK);
+    TRY(tm_linear_layer_params(fc2, ps, "fc2") == TM_OK);
 
     printf("training a %d-%d-%d MLP on a %d-point spiral (%d threads)\n", 2,
            HIDDEN, CLASSES, N, tm_get_num_threads());
     const double lr = 1.0;
     double loss = 0, acc = 0;
     for (int step = 0; step <= STEPS; step++) {
-        /* forward */
-        tm_tensor *z, *a, *logits, *lse, *picked, *per;
-        TRY(z = tm_matmul(x, w1));
-        TRY(z = swap(z, tm_add(z, b1))); /* b1 broadcasts over rows */
+        tm_tensor *z, *a, *logits, *l;
+        TRY(z = tm_linear_layer_forward(fc1, x));
         TRY(a = tm_relu(z));
-        TRY(logits = tm_matmul(a, w2));
-        TRY(logits = swap(logits, tm_add(logits, b2)));
-        TRY(lse = tm_logsumexp(logits, (int[]){1}, 1, true)); /* (N,1) */
-        TRY(picked = tm_gather(logits, 1, labels_col));       /* (N,1) */
-        TRY(per = tm_sub(lse, picked));
-        tm_tensor *mean;
-        TRY(mean = tm_mean(per, NULL, 0, false));
-        TRY(tm_item(mean, &loss) == TM_OK);
-        tm_free(mean);
-
-        /* backward */
-        tm_tensor *p, *dl, *at, *dw2, *db2, *w2t, *da, *mask, *dz, *xt, *dw1,
-            *db1;
-        TRY(p = tm_sub(logits, lse));
-        TRY(p = swap(p, tm_exp(p))); /* softmax */
-        TRY(dl = tm_sub(p, onehot));
-        TRY(dl = swap(dl, tm_div_scalar(dl, N)));
-        TRY(at = tm_transpose(a, 0, 1)); /* a view: no copy */
-        TRY(dw2 = tm_matmul(at, dl));
-        TRY(db2 = tm_sum(dl, (int[]){0}, 1, false));
-        TRY(w2t = tm_transpose(w2, 0, 1));
-        TRY(da = tm_matmul(dl, w2t));
-        TRY(mask = tm_binary_scalar(TM_OP_GT, z, 0.0));
-        TRY(dz = tm_mul(da, mask));
-        TRY(xt = tm_transpose(x, 0, 1));
-        TRY(dw1 = tm_matmul(xt, dz));
-        TRY(db1 = tm_sum(dz, (int[]){0}, 1, false));
+        TRY(logits = tm_linear_layer_forward(fc2, a));
+        TRY(l = tm_cross_entropy(logits, y, NULL));
+        TRY(tm_item(l, &loss) == TM_OK);
 
         if (step % 250 == 0 || step == STEPS) {
             tm_tensor *pred, *hit, *hits;
@@ -143,15 +105,15 @@ int main(void)
             tm_free(pred); tm_free(hit); tm_free(hits);
         }
         if (step < STEPS) {
-            sgd(w1, dw1, lr); sgd(b1, db1, lr);
-            sgd(w2, dw2, lr); sgd(b2, db2, lr);
+            TRY(tm_backward(l) == TM_OK);
+            sgd_step(ps, lr);
         }
-        tm_tensor *all[] = {z, a, logits, lse, picked, per, p, dl, at, dw2,
-                            db2, w2t, da, mask, dz, xt, dw1, db1};
-        for (size_t i = 0; i < sizeof all / sizeof *all; i++) tm_free(all[i]);
+        /* without a backward the graph goes when its last tensor does */
+        tm_free(z); tm_free(a); tm_free(logits); tm_free(l);
     }
-    tm_free(w1); tm_free(b1); tm_free(w2); tm_free(b2);
-    tm_free(onehot); tm_free(labels_col); tm_free(x); tm_free(y);
+    tm_params_free(ps);
+    tm_linear_layer_free(fc1); tm_linear_layer_free(fc2);
+    tm_free(x); tm_free(y);
 
     tm_mem_stats ms;
     tm_memory_stats(&ms);

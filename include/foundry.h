@@ -4,7 +4,8 @@
  * Link with -lfoundry -lpthread -lm.  No global initialisation is needed.
  * Module manuals: foundry/base.h (errors, logging, memory, threads),
  * foundry/tensor.h (tensors and views), foundry/random.h (RNG),
- * foundry/ops.h (math), foundry/autograd.h (gradients),
+ * foundry/ops.h (math), foundry/autograd.h (gradients), foundry/nn.h
+ * (parameters, initialisers, layers),
  * foundry/backend.h (device backends).
  */
 #ifndef FOUNDRY_H
@@ -15,6 +16,8 @@
 #include "foundry/random.h"
 #include "foundry/ops.h"
 #include "foundry/autograd.h"
+#include "foundry/nn.h"
+#include "foundry/nn_functional.h"
 #include "foundry/backend.h"
 
 #endif

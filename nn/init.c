@@ -1,0 +1,213 @@
+/*
+ * init.c — parameter initialisers (foundry/nn.h), as torch.nn.init.
+ *
+ * Every writer runs under no-grad: parameters require grad, and in-place
+ * writes into such tensors are refused while grad mode is on.
+ */
+#include "foundry/nn.h"
+
+#include "../tensor/tensor_impl.h"
+
+#include <math.h>
+
+static tm_status check_float(const tm_tensor *t, const char *fn)
+{
+    if (!t) return tm__errf(TM_EINVAL, fn, "tensor is NULL");
+    if (!tm_dtype_is_float(tm_dtype_of(t)))
+        return tm__errf(TM_EDTYPE, fn, "needs a float tensor, not %s",
+                        tm_dtype_name(tm_dtype_of(t)));
+    return TM_OK;
+}
+
+double tm_init_gain(tm_nonlinearity nl, double param)
+{
+    switch (nl) {
+    case TM_NL_LINEAR:
+    case TM_NL_SIGMOID: return 1.0;
+    case TM_NL_TANH: return 5.0 / 3.0;
+    case TM_NL_RELU: return sqrt(2.0);
+    case TM_NL_LEAKY_RELU: return sqrt(2.0 / (1.0 + param * param));
+    case TM_NL_SELU: return 0.75;
+    }
+    TM_ERR(TM_EINVAL, "unknown nonlinearity %d", (int)nl);
+    return NAN;
+}
+
+tm_status tm_init_fans(const tm_tensor *t, int64_t *fan_in, int64_t *fan_out)
+{
+    if (!t) return TM_ERR(TM_EINVAL, "tensor is NULL");
+    int nd = tm_ndim(t);
+    if (nd < 2)
+        return TM_ERR(TM_EINVAL,
+                      "fans need a tensor with >= 2 dims, got %d dims", nd);
+    int64_t rf = 1;
+    for (int d = 2; d < nd; d++) rf *= tm_size(t, d);
+    if (fan_in) *fan_in = tm_size(t, 1) * rf;
+    if (fan_out) *fan_out = tm_size(t, 0) * rf;
+    return TM_OK;
+}
+
+/* The fill functions relabel errors so messages name the initialiser. */
+static tm_status fill(tm_tensor *t, double v, const char *fn)
+{
+    tm_status st = check_float(t, fn);
+    if (st != TM_OK || tm_numel(t) == 0) return st;
+    bool prev = tm_no_grad_begin();
+    st = tm_fill_(t, v);
+    tm_no_grad_end(prev);
+    return st == TM_OK ? st : tm__relabel_error(fn, st);
+}
+
+static tm_status uniform(tm_tensor *t, double lo, double hi, tm_rng *rng,
+                         const char *fn)
+{
+    tm_status st = check_float(t, fn);
+    if (st != TM_OK || tm_numel(t) == 0) return st;
+    bool prev = tm_no_grad_begin();
+    st = tm_uniform_(t, lo, hi, rng);
+    tm_no_grad_end(prev);
+    return st == TM_OK ? st : tm__relabel_error(fn, st);
+}
+
+static tm_status normal(tm_tensor *t, double mean, double std, tm_rng *rng,
+                        const char *fn)
+{
+    tm_status st = check_float(t, fn);
+    if (st != TM_OK || tm_numel(t) == 0) return st;
+    bool prev = tm_no_grad_begin();
+    st = tm_normal_(t, mean, std, rng);
+    tm_no_grad_end(prev);
+    return st == TM_OK ? st : tm__relabel_error(fn, st);
+}
+
+tm_status tm_init_zeros_(tm_tensor *t) { return fill(t, 0.0, __func__); }
+tm_status tm_init_ones_(tm_tensor *t) { return fill(t, 1.0, __func__); }
+tm_status tm_init_constant_(tm_tensor *t, double value)
+{
+    return fill(t, value, __func__);
+}
+
+tm_status tm_init_uniform_(tm_tensor *t, double low, double high,
+                           tm_rng *rng)
+{
+    return uniform(t, low, high, rng, __func__);
+}
+
+tm_status tm_init_normal_(tm_tensor *t, double mean, double std, tm_rng *rng)
+{
+    return normal(t, mean, std, rng, __func__);
+}
+
+tm_status tm_init_trunc_normal_(tm_tensor *t, double mean, double std,
+                                double a, double b, tm_rng *rng)
+{
+    tm_status st = check_float(t, __func__);
+    if (st != TM_OK) return st;
+    if (!isfinite(mean) || !isfinite(std) || !(std > 0) || isnan(a) ||
+        isnan(b) || !(a < b))
+        return TM_ERR(TM_EINVAL,
+                      "needs finite mean, std > 0 and a < b, got mean %g "
+                      "std %g [%g, %g]",
+                      mean, std, a, b);
+    double mass = 0.5 * (erf((b - mean) / (std * sqrt(2.0))) -
+                         erf((a - mean) / (std * sqrt(2.0))));
+    if (!(mass >= 1e-3))
+        return TM_ERR(TM_EINVAL,
+                      "[%g, %g] holds only %.3g of N(%g, %g^2): below 1e-3",
+                      a, b, mass, mean, std);
+    int64_t n = tm_numel(t);
+    if (n == 0) return TM_OK;
+    tm_tensor *all = tm_empty((int64_t[]){n}, 1, TM_F64), *more = NULL;
+    if (!all) return tm__relabel_error(__func__, tm_last_status());
+    st = tm_normal_(all, mean, std, rng);
+    double *v = tm_data(all);
+    /* Redraw the rejected values in rounds of exactly that many draws, in
+     * index order, so the result depends only on the generator. */
+    while (st == TM_OK) {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += !(v[i] >= a && v[i] <= b);
+        if (bad == 0) break;
+        if (!(more = tm_empty((int64_t[]){bad}, 1, TM_F64))) {
+            st = tm_last_status();
+            break;
+        }
+        if ((st = tm_normal_(more, mean, std, rng)) != TM_OK) break;
+        const double *m = tm_data(more);
+        for (int64_t i = 0, k = 0; i < n; i++)
+            if (!(v[i] >= a && v[i] <= b)) v[i] = m[k++];
+        tm_free(more);
+        more = NULL;
+    }
+    if (st == TM_OK) {
+        bool prev = tm_no_grad_begin();
+        tm_tensor *src = tm_view(all, tm_shape(t), tm_ndim(t));
+        st = src ? tm_copy_(t, src) : tm_last_status();
+        tm_free(src);
+        tm_no_grad_end(prev);
+    }
+    tm_free(more);
+    tm_free(all);
+    return st == TM_OK ? st : tm__relabel_error(__func__, st);
+}
+
+static tm_status xavier_std(const tm_tensor *t, double gain, double *std,
+                            const char *fn)
+{
+    tm_status st = check_float(t, fn);
+    int64_t fi, fo;
+    if (st == TM_OK) st = tm_init_fans(t, &fi, &fo);
+    if (st != TM_OK) return tm__relabel_error(fn, st);
+    *std = fi + fo > 0 ? gain * sqrt(2.0 / (double)(fi + fo)) : 0.0;
+    return TM_OK;
+}
+
+tm_status tm_init_xavier_uniform_(tm_tensor *t, double gain, tm_rng *rng)
+{
+    double std;
+    tm_status st = xavier_std(t, gain, &std, __func__);
+    if (st != TM_OK) return st;
+    double bound = sqrt(3.0) * std;
+    return uniform(t, -bound, bound, rng, __func__);
+}
+
+tm_status tm_init_xavier_normal_(tm_tensor *t, double gain, tm_rng *rng)
+{
+    double std;
+    tm_status st = xavier_std(t, gain, &std, __func__);
+    return st != TM_OK ? st : normal(t, 0.0, std, rng, __func__);
+}
+
+static tm_status kaiming_std(const tm_tensor *t, double a, tm_fan_mode mode,
+                             tm_nonlinearity nl, double *std, const char *fn)
+{
+    tm_status st = check_float(t, fn);
+    int64_t fi, fo;
+    if (st == TM_OK) st = tm_init_fans(t, &fi, &fo);
+    if (st != TM_OK) return tm__relabel_error(fn, st);
+    if (mode != TM_FAN_IN && mode != TM_FAN_OUT)
+        return tm__errf(TM_EINVAL, fn, "unknown fan mode %d", (int)mode);
+    double gain = tm_init_gain(nl, a);
+    if (isnan(gain)) return tm__relabel_error(fn, TM_EINVAL);
+    int64_t fan = mode == TM_FAN_IN ? fi : fo;
+    /* A zero fan means a zero-element tensor: nothing is drawn. */
+    *std = fan > 0 ? gain / sqrt((double)fan) : 0.0;
+    return TM_OK;
+}
+
+tm_status tm_init_kaiming_uniform_(tm_tensor *t, double a, tm_fan_mode mode,
+                                   tm_nonlinearity nl, tm_rng *rng)
+{
+    double std;
+    tm_status st = kaiming_std(t, a, mode, nl, &std, __func__);
+    if (st != TM_OK) return st;
+    double bound = sqrt(3.0) * std;
+    return uniform(t, -bound, bound, rng, __func__);
+}
+
+tm_status tm_init_kaiming_normal_(tm_tensor *t, double a, tm_fan_mode mode,
+                                  tm_nonlinearity nl, tm_rng *rng)
+{
+    double std;
+    tm_status st = kaiming_std(t, a, mode, nl, &std, __func__);
+    return st != TM_OK ? st : normal(t, 0.0, std, rng, __func__);
+}
