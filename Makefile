@@ -57,7 +57,7 @@ LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c nn/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
-EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+EXAMPLES := $(patsubst examples/c/%.c,$(B)/examples/%,$(wildcard examples/c/*.c))
 
 STATIC := $(LIBDIR)/libfoundry.a
 SHARED := $(LIBDIR)/libfoundry.so
@@ -92,7 +92,7 @@ $(B)/tests/run_tests: $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $(TEST_OBJ) $(STATIC) $(LDLIBS)
 
-$(B)/examples/%: examples/%.c $(STATIC)
+$(B)/examples/%: examples/c/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
 
