@@ -105,6 +105,45 @@ void tt_check_shape(const char *file, int line, const tm_tensor *t,
     }
 }
 
+void tt_check_every_alloc_failure(const char *file, int line,
+                                  tm_status (*seq)(void),
+                                  uint64_t min_allocs)
+{
+    tm_alloc_fail_after(0);
+    uint64_t r0 = tm_alloc_requests();
+    tm_clear_error();
+    tm_status st = seq();
+    uint64_t n = tm_alloc_requests() - r0;
+    if (st != TM_OK || n < min_allocs) {
+        tt_fail(file, line, "sequence: status %s with %llu allocations "
+                "(need TM_OK and >= %llu): %s", tm_status_name(st),
+                (unsigned long long)n, (unsigned long long)min_allocs,
+                tm_last_error());
+        return;
+    }
+    tm_mem_stats base;
+    tm_memory_stats(&base);
+    int unclean = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        tm_clear_error();
+        tm_alloc_fail_after((int64_t)i);
+        st = seq();
+        tm_alloc_fail_after(0);
+        tm_mem_stats now;
+        tm_memory_stats(&now);
+        bool ok = st == TM_ENOMEM && tm_last_status() == TM_ENOMEM &&
+                  strstr(tm_last_error(), "out of memory") &&
+                  now.current_bytes == base.current_bytes;
+        if (!ok && unclean++ < 5)
+            tt_fail(file, line,
+                    "failing allocation %llu of %llu: status %s, message "
+                    "\"%s\", %zu bytes held (baseline %zu)",
+                    (unsigned long long)i, (unsigned long long)n,
+                    tm_status_name(st), tm_last_error(), now.current_bytes,
+                    base.current_bytes);
+    }
+}
+
 tm_tensor *tt_tensor(const double *v, const int64_t *shape, int ndim,
                      tm_dtype dt)
 {

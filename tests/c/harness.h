@@ -108,6 +108,16 @@ void tt_check_shape(const char *file, int line, const tm_tensor *t,
     tt_check_shape(__FILE__, __LINE__, (t), (int64_t[]){__VA_ARGS__},         \
                    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 
+/* Runs seq once to count its allocations (there must be at least
+ * min_allocs), then once per allocation with that one failing: every run
+ * must return TM_ENOMEM, leave TM_ENOMEM and an "out of memory" message in
+ * tm_last_error() and return the allocator's byte count to where it was. */
+void tt_check_every_alloc_failure(const char *file, int line,
+                                  tm_status (*seq)(void),
+                                  uint64_t min_allocs);
+#define CHECK_EVERY_ALLOC_FAILURE(seq, min_allocs)                            \
+    tt_check_every_alloc_failure(__FILE__, __LINE__, (seq), (min_allocs))
+
 /* A tensor from a double list (converted to dt).  Test helper; returns a
  * new reference. */
 tm_tensor *tt_tensor(const double *v, const int64_t *shape, int ndim,

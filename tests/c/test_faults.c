@@ -51,33 +51,5 @@ done:
 
 TEST(every_allocation_failure_in_a_sequence_is_clean)
 {
-    tm_alloc_fail_after(0);
-    uint64_t r0 = tm_alloc_requests();
-    tm_clear_error();
-    tm_status st = run_sequence();
-    REQUIRE(st == TM_OK);
-    uint64_t n = tm_alloc_requests() - r0;
-    CHECK(n > 40); /* the sequence must exercise many allocation sites */
-    tm_mem_stats base;
-    tm_memory_stats(&base);
-    int unclean = 0;
-    for (uint64_t i = 1; i <= n; i++) {
-        tm_clear_error();
-        tm_alloc_fail_after((int64_t)i);
-        st = run_sequence();
-        tm_alloc_fail_after(0);
-        tm_mem_stats now;
-        tm_memory_stats(&now);
-        bool ok = st == TM_ENOMEM && tm_last_status() == TM_ENOMEM &&
-                  strstr(tm_last_error(), "out of memory") &&
-                  now.current_bytes == base.current_bytes;
-        if (!ok && unclean++ < 5)
-            tt_fail(__FILE__, __LINE__,
-                    "failing allocation %llu of %llu: status %s, message "
-                    "\"%s\", %zu bytes held (baseline %zu)",
-                    (unsigned long long)i, (unsigned long long)n,
-                    tm_status_name(st), tm_last_error(), now.current_bytes,
-                    base.current_bytes);
-    }
-    CHECK_INT(unclean, 0);
+    CHECK_EVERY_ALLOC_FAILURE(run_sequence, 40);
 }
