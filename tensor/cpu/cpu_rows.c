@@ -23,6 +23,7 @@
 #include "cpu_impl.h"
 #include "cpu_features.h"
 #include "vmath.h"
+#include "cpu_rows_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -31,26 +32,6 @@
  * block stays in L1 between the subtract, exp and sum steps. */
 #define TM__ROW_BLOCK 512
 
-/* ------------------------------------------------------- F32 primitives
- * One set of loops per kernel family (portable here, AVX-512 in
- * cpu_rows_avx512.c), all computing the same formulas. */
-
-typedef struct {
-    /* max of x ignoring NaN (-inf when none) */
-    float (*max)(const float *x, int64_t n);
-    /* sum of x in double */
-    double (*sum)(const float *x, int64_t n);
-    /* y = x - m;  y *= s;  y = (x - m) - l */
-    void (*sub)(const float *x, float *y, int64_t n, float m);
-    void (*scale)(float *y, int64_t n, float s);
-    void (*logsub)(const float *x, float *y, int64_t n, float m, float l);
-    /* s1 = sum(x - x0), s2 = sum((x - x0)^2) in double */
-    void (*stats)(const float *x, int64_t n, double x0, double *s1,
-                  double *s2);
-    /* y = (((x - fm) - fd) * r) * w + b (w, b may be NULL) */
-    void (*norm)(const float *x, float *y, int64_t n, float fm, float fd,
-                 float r, const float *w, const float *b);
-} tm__rows_f32_ops;
 
 static float tm__max_f32(const float *x, int64_t n)
 {
@@ -128,26 +109,6 @@ static const tm__rows_f32_ops tm__rows_portable = {
     tm__max_f32, tm__sum_f32, tm__sub_f32, tm__scale_f32, tm__logsub_f32,
     tm__stats_f32, tm__norm_f32};
 
-#if defined(__x86_64__)
-/* cpu_rows_avx512.c */
-float tm__rows_max_f32_avx512(const float *x, int64_t n);
-double tm__rows_sum_f32_avx512(const float *x, int64_t n);
-void tm__rows_sub_f32_avx512(const float *x, float *y, int64_t n, float m);
-void tm__rows_scale_f32_avx512(float *y, int64_t n, float s);
-void tm__rows_logsub_f32_avx512(const float *x, float *y, int64_t n,
-                                float m, float l);
-void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
-                               double *s1, double *s2);
-void tm__rows_norm_f32_avx512(const float *x, float *y, int64_t n, float fm,
-                              float fd, float r, const float *w,
-                              const float *b);
-
-static const tm__rows_f32_ops tm__rows_avx512 = {
-    tm__rows_max_f32_avx512, tm__rows_sum_f32_avx512,
-    tm__rows_sub_f32_avx512, tm__rows_scale_f32_avx512,
-    tm__rows_logsub_f32_avx512, tm__rows_stats_f32_avx512,
-    tm__rows_norm_f32_avx512};
-#endif
 
 static const tm__rows_f32_ops *tm__rows_ops(void)
 {

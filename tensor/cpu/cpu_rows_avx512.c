@@ -4,22 +4,12 @@
  * a fixed lane order, so results do not depend on the thread count (they
  * may differ from the portable family's by the summation order). */
 #if defined(__x86_64__)
+#include "cpu_rows_impl.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-float tm__rows_max_f32_avx512(const float *x, int64_t n);
-double tm__rows_sum_f32_avx512(const float *x, int64_t n);
-void tm__rows_sub_f32_avx512(const float *x, float *y, int64_t n, float m);
-void tm__rows_scale_f32_avx512(float *y, int64_t n, float s);
-void tm__rows_logsub_f32_avx512(const float *x, float *y, int64_t n,
-                                float m, float l);
-void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
-                               double *s1, double *s2);
-void tm__rows_norm_f32_avx512(const float *x, float *y, int64_t n, float fm,
-                              float fd, float r, const float *w,
-                              const float *b);
 
 static inline __mmask16 tail_mask(int64_t k)
 {
@@ -27,7 +17,7 @@ static inline __mmask16 tail_mask(int64_t k)
 }
 
 /* Max ignoring NaN (vmaxps returns its second operand for a NaN). */
-float tm__rows_max_f32_avx512(const float *x, int64_t n)
+static float tm__rows_max_f32_avx512(const float *x, int64_t n)
 {
     __m512 ninf = _mm512_set1_ps(-INFINITY);
     __m512 m0 = ninf, m1 = ninf;
@@ -44,7 +34,7 @@ float tm__rows_max_f32_avx512(const float *x, int64_t n)
     return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
-double tm__rows_sum_f32_avx512(const float *x, int64_t n)
+static double tm__rows_sum_f32_avx512(const float *x, int64_t n)
 {
     __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
     int64_t i = 0;
@@ -62,7 +52,8 @@ double tm__rows_sum_f32_avx512(const float *x, int64_t n)
     return _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
 }
 
-void tm__rows_sub_f32_avx512(const float *x, float *y, int64_t n, float m)
+static void tm__rows_sub_f32_avx512(const float *x, float *y, int64_t n,
+                                    float m)
 {
     __m512 vm = _mm512_set1_ps(m);
     int64_t i = 0;
@@ -76,7 +67,7 @@ void tm__rows_sub_f32_avx512(const float *x, float *y, int64_t n, float m)
     }
 }
 
-void tm__rows_scale_f32_avx512(float *y, int64_t n, float s)
+static void tm__rows_scale_f32_avx512(float *y, int64_t n, float s)
 {
     __m512 vs = _mm512_set1_ps(s);
     int64_t i = 0;
@@ -90,7 +81,7 @@ void tm__rows_scale_f32_avx512(float *y, int64_t n, float s)
     }
 }
 
-void tm__rows_logsub_f32_avx512(const float *x, float *y, int64_t n,
+static void tm__rows_logsub_f32_avx512(const float *x, float *y, int64_t n,
                                 float m, float l)
 {
     __m512 vm = _mm512_set1_ps(m), vl = _mm512_set1_ps(l);
@@ -107,7 +98,7 @@ void tm__rows_logsub_f32_avx512(const float *x, float *y, int64_t n,
 }
 
 /* s1 = sum(x - x0), s2 = sum((x - x0)^2), in double. */
-void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
+static void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
                                double *s1, double *s2)
 {
     __m512d c = _mm512_set1_pd(x0), z = _mm512_setzero_pd();
@@ -166,7 +157,8 @@ void tm__rows_stats_f32_avx512(const float *x, int64_t n, double x0,
 }
 
 /* y = (((x - fm) - fd) * r) * w + b, w and b optional. */
-void tm__rows_norm_f32_avx512(const float *x, float *y, int64_t n, float fm,
+static void tm__rows_norm_f32_avx512(const float *x, float *y, int64_t n,
+                                     float fm,
                               float fd, float r, const float *w,
                               const float *b)
 {
@@ -181,6 +173,11 @@ void tm__rows_norm_f32_avx512(const float *x, float *y, int64_t n, float fm,
         _mm512_mask_storeu_ps(y + i, k, v);
     }
 }
+const tm__rows_f32_ops tm__rows_avx512 = {
+    tm__rows_max_f32_avx512, tm__rows_sum_f32_avx512,
+    tm__rows_sub_f32_avx512, tm__rows_scale_f32_avx512,
+    tm__rows_logsub_f32_avx512, tm__rows_stats_f32_avx512,
+    tm__rows_norm_f32_avx512};
 #else
 typedef int tm__unused_tu;
 #endif
