@@ -53,7 +53,7 @@ endif
 ALLCFLAGS := $(BASEFLAGS) $(CFLAGS) -ffp-contract=off
 LDLIBS := -lpthread -lm
 
-LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c nn/*.c)
+LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c nn/*.c optim/*.c io/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)

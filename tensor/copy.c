@@ -186,6 +186,7 @@ tm_status tm_set(tm_tensor *t, const int64_t *idx, double value)
 {
     char *p = tm__elem(__func__, t, idx);
     if (!p) return tm_last_status();
+    if (tm__check_writable(__func__, t)) return tm_last_status();
     tm__store_f64(p, t->dtype, value);
     tm__bump_version(t);
     return TM_OK;

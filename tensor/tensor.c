@@ -89,6 +89,16 @@ tm_storage_kind tm_storage_kind_of(const tm_storage *s)
 }
 size_t tm_storage_nbytes(const tm_storage *s) { return s ? s->nbytes : 0; }
 
+void tm_storage_set_readonly(tm_storage *s)
+{
+    if (s) s->readonly = true;
+}
+
+bool tm_storage_is_readonly(const tm_storage *s)
+{
+    return s && s->readonly;
+}
+
 /* ---------------------------------------------------------------- tensors */
 
 tm_tensor *tm_retain(tm_tensor *t)
@@ -168,6 +178,10 @@ tm_status tm__check_tensor(const char *fn, const tm_tensor *t,
 
 tm_status tm__check_writable(const char *fn, const tm_tensor *t)
 {
+    if (t->storage->readonly)
+        return tm__errf(TM_ESTATE, fn,
+                        "cannot write into read-only storage (a read-only "
+                        "array or file mapping); clone the tensor first");
     if (tm__ag_requires(t))
         return tm__errf(TM_ESTATE, fn,
                         "in-place write into a tensor that requires grad "

@@ -22,6 +22,7 @@ struct tm_storage {
     /* Bumped by every in-place write through any view of this storage, so
      * autograd can detect that a value it saved has changed. */
     atomic_uint_fast64_t version;
+    bool readonly; /* tm_storage_set_readonly: every in-place write fails */
 };
 
 struct tm_tensor {
@@ -103,8 +104,10 @@ tm_tensor *tm__view_of(const char *fn, const tm_tensor *base,
 /* A 0-d tensor of `dt` on `dev` holding v (converted to dt). */
 tm_tensor *tm__scalar_on(const char *fn, double v, tm_dtype dt,
                          tm_device dev);
-/* Fails (TM_EINVAL) when t has an expanded dim (size > 1, stride 0), whose
- * elements share memory and so cannot be written elementwise. */
+/* Fails when t cannot be written in place: its storage is read-only
+ * (TM_ESTATE), it requires grad while grad mode is on (TM_ESTATE), or it
+ * has an expanded dim (size > 1, stride 0), whose elements share memory and
+ * so cannot be written elementwise (TM_EINVAL). */
 tm_status tm__check_writable(const char *fn, const tm_tensor *t);
 /* Strides of a contiguous tensor of `shape`. */
 void tm__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);

@@ -138,6 +138,11 @@ tm_storage *tm_storage_of(const tm_tensor *t);
 /* How the storage was obtained (NULL: TM_STORAGE_OWNED with an error set). */
 tm_storage_kind tm_storage_kind_of(const tm_storage *s);
 size_t tm_storage_nbytes(const tm_storage *s);
+/* Marks storage read-only for good: every in-place write through any
+ * tensor viewing it then fails with TM_ESTATE (reads and copies are fine).
+ * For read-only arrays and file mappings.  NULL is a no-op. */
+void tm_storage_set_readonly(tm_storage *s);
+bool tm_storage_is_readonly(const tm_storage *s);
 /* A tensor viewing `s` (which gains a reference): `shape`/`strides`
  * (strides NULL: contiguous) in elements, starting `offset` elements in.
  * Every reachable element must lie inside the storage.  New reference. */

@@ -139,6 +139,37 @@ TEST(storage_views_are_bounds_checked)
     tm_free(t);
 }
 
+TEST(read_only_storage_refuses_every_in_place_write)
+{
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    tm_storage *s = tm_storage_wrap(buf, sizeof buf, TM_STORAGE_BORROWED,
+                                    NULL, NULL);
+    REQUIRE(s);
+    CHECK(!tm_storage_is_readonly(s));
+    tm_storage_set_readonly(s);
+    CHECK(tm_storage_is_readonly(s));
+    tm_tensor *t = tm_tensor_from_storage(s, 0, (int64_t[]){2, 3}, NULL, 2,
+                                          TM_F32);
+    tm_storage_free(s);
+    REQUIRE(t);
+    tm_tensor *v = tm_transpose(t, 0, 1); /* views inherit the storage */
+    const char *msg = "cannot write into read-only storage";
+    CHECK_STATUS(tm_fill_(v, 0), TM_ESTATE, msg);
+    CHECK_STATUS(tm_add_scalar_(t, 1), TM_ESTATE, msg);
+    CHECK_STATUS(tm_copy_(v, v), TM_ESTATE, msg);
+    CHECK_STATUS(tm_set(t, (int64_t[]){0, 0}, 9), TM_ESTATE, msg);
+    CHECK_STATUS(tm_unary_(TM_OP_NEG, t), TM_ESTATE, msg);
+    CHECK_STATUS(tm_tril_(t, 0), TM_ESTATE, msg);
+    CHECK_STATUS(tm_normal_(t, 0, 1, NULL), TM_ESTATE, msg);
+    tm_tensor *sum = tm_add(t, t); /* reads are fine */
+    CHECK(sum != NULL);
+    double want[6] = {1, 2, 3, 4, 5, 6};
+    CHECK_VALUES(t, want, 6, 0, 0); /* nothing was written */
+    tm_free(sum);
+    tm_free(v);
+    tm_free(t);
+}
+
 TEST(get_set_item_and_their_errors)
 {
     tm_tensor *a = tm_zeros((int64_t[]){2, 3}, 2, TM_I32);
