@@ -231,6 +231,33 @@ void tm_zero_grad(tm_tensor *t)
     }
 }
 
+tm_status tm_set_grad(tm_tensor *t, tm_tensor *grad)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return tm_last_status();
+    tm__meta *m = tm__meta_of(t);
+    if (!grad) {
+        tm_zero_grad(t);
+        return TM_OK;
+    }
+    if (!m || !m->box)
+        return TM_ERR(TM_ESTATE, "the tensor does not require grad");
+    if (grad->dtype != t->dtype || grad->ndim != t->ndim ||
+        memcmp(grad->shape, t->shape, (size_t)t->ndim * sizeof *t->shape)) {
+        char a[64], b[64];
+        return TM_ERR(TM_ESHAPE, "grad %s does not match the tensor's %s",
+                      tm_describe(grad, a, sizeof a),
+                      tm_describe(t, b, sizeof b));
+    }
+    if (grad->storage->device != t->storage->device)
+        return TM_ERR(TM_EDEVICE, "grad is on %s, the tensor on %s",
+                      tm_device_name(grad->storage->device),
+                      tm_device_name(t->storage->device));
+    tm_retain(grad);
+    tm_free(m->box->grad);
+    m->box->grad = grad;
+    return TM_OK;
+}
+
 tm_status tm_retain_grad(tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return tm_last_status();

@@ -55,6 +55,11 @@ const char *tm_grad_fn_name(const tm_tensor *t);
 tm_tensor *tm_grad(const tm_tensor *t);
 /* Drops the accumulated gradient (the next backward starts from zero). */
 void tm_zero_grad(tm_tensor *t);
+/* Replaces the accumulated gradient with `grad` (which gains a
+ * reference; NULL drops it, as tm_zero_grad).  grad must have t's shape,
+ * dtype and device; t must require grad (TM_ESTATE otherwise).  Later
+ * backward passes add to it out of place (grad itself is never written). */
+tm_status tm_set_grad(tm_tensor *t, tm_tensor *grad);
 /* Keeps the gradient of a non-leaf tensor after backward (tm_grad). */
 tm_status tm_retain_grad(tm_tensor *t);
 /* A new tensor sharing t's storage, cut from the graph (a leaf that does

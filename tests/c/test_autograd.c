@@ -261,3 +261,25 @@ TEST(a_million_recorded_library_ops_backpropagate_and_free)
     tm_memory_stats(&after);
     CHECK_INT(after.current_bytes, before.current_bytes);
 }
+
+TEST(set_grad_replaces_the_gradient_and_backward_adds_out_of_place)
+{
+    tm_tensor *x = leaf(1.0, 3);
+    tm_tensor *g = tm_full((int64_t[]){3}, 1, 10.0, TM_F64);
+    REQUIRE(x && g);
+    CHECK_INT(tm_set_grad(x, g), TM_OK);
+    CHECK(tm_grad(x) == g);
+    tm_tensor *y = scale(x, 2.0);
+    tm_tensor *one = tm_ones((int64_t[]){3}, 1, TM_F64);
+    CHECK_INT(tm_backward_ex(y, one, false), TM_OK);
+    double want[] = {12, 12, 12}, ten[] = {10, 10, 10};
+    CHECK_VALUES(tm_grad(x), want, 3, 0, 0);
+    CHECK_VALUES(g, ten, 3, 0, 0); /* the assigned tensor was not written */
+    tm_tensor *bad = tm_zeros((int64_t[]){4}, 1, TM_F64);
+    CHECK_STATUS(tm_set_grad(x, bad), TM_ESHAPE,
+                 "grad f64[4] does not match the tensor's f64[3]");
+    CHECK_STATUS(tm_set_grad(bad, g), TM_ESTATE, "does not require grad");
+    CHECK_INT(tm_set_grad(x, NULL), TM_OK);
+    CHECK(tm_grad(x) == NULL);
+    tm_free(bad); tm_free(one); tm_free(y); tm_free(g); tm_free(x);
+}
