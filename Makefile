@@ -1,6 +1,7 @@
 # Foundry — one entry point.
 #   make                  lib/libfoundry.a and lib/libfoundry.so
-#   make test             build and run every test (C harness)
+#   make test             build and run every test (C harness, then pytest)
+#   make python           the Python package, installed into .venv/
 #   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
 #   make test SAN=thread              C tests under ThreadSanitizer
 #   make test ARCH=aarch64            cross-compile, run under qemu-user
@@ -62,7 +63,7 @@ EXAMPLES := $(patsubst examples/c/%.c,$(B)/examples/%,$(wildcard examples/c/*.c)
 STATIC := $(LIBDIR)/libfoundry.a
 SHARED := $(LIBDIR)/libfoundry.so
 
-.PHONY: all test test-c demo examples bench refdata difftest clean .deps-aarch64
+.PHONY: all test test-c test-python python demo examples bench refdata difftest clean .deps-aarch64
 all: $(STATIC) $(SHARED)
 
 # SIMD kernel files are compiled for their instruction set; the library
@@ -101,7 +102,13 @@ SANENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
           TSAN_OPTIONS=halt_on_error=1
 
+# The Python tests run against the plain native library (the package
+# links lib/libfoundry.a), so sanitizer and cross builds run the C tests only.
+ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+test: test-c test-python
+else
 test: test-c
+endif
 
 # examples are built too, so they cannot rot; then the tests run
 test-c: $(B)/tests/run_tests $(EXAMPLES)
@@ -111,6 +118,31 @@ examples: $(EXAMPLES)
 
 demo: $(B)/examples/train_mlp
 	$(SANENV) $(RUN) $(B)/examples/train_mlp
+ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+	$(MAKE) python
+	$(VENV)/bin/python examples/python/train_spiral.py
+endif
+
+# The Python package (bindings/python), installed editable into a
+# project-local virtual environment.  The venv sees the system's packages
+# (numpy, and PyTorch where installed, for the reference tests) and installs
+# what is missing.
+VENV := .venv
+PYSTAMP := $(VENV)/.foundry-installed
+python: $(PYSTAMP)
+$(VENV)/bin/python:
+	$(PYTHON) -m venv --system-site-packages $(VENV)
+$(PYSTAMP): $(VENV)/bin/python $(STATIC) include/foundry.h \
+            $(wildcard include/foundry/*.h) bindings/python/foundry_build.py \
+            bindings/python/setup.py bindings/python/pyproject.toml
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check \
+	    numpy cffi pytest setuptools wheel
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check \
+	    --no-build-isolation -e bindings/python
+	touch $@
+
+test-python: python
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 # Installs the cross toolchain and qemu-user when missing (Debian).
 .deps-aarch64:

@@ -1,0 +1,134 @@
+"""The C library, its errors as Python exceptions, and dtypes."""
+import os as _os
+
+from ._foundry_cffi import ffi, lib
+
+__all__ = ["ffi", "lib", "FoundryError", "check", "wrap", "dtype"]
+
+# ------------------------------------------------------------------ errors
+
+
+class FoundryError(RuntimeError):
+    """An error reported by the Foundry C library.  `status` is the C status
+    name ("TM_ESHAPE"); the message is the library's tm_last_error()."""
+
+    status = "TM_EUNKNOWN"
+
+
+def _error_class(builtin, status):
+    name = "Foundry" + builtin.__name__
+    return type(name, (FoundryError, builtin), {"status": status,
+                                                "__module__": "foundry"})
+
+
+# Every C status maps to one class that is both a FoundryError and the
+# builtin exception a Python user would expect for it.
+_ERRORS = {
+    lib.TM_EINVAL: _error_class(ValueError, "TM_EINVAL"),
+    lib.TM_ESHAPE: _error_class(ValueError, "TM_ESHAPE"),
+    lib.TM_EDTYPE: _error_class(TypeError, "TM_EDTYPE"),
+    lib.TM_ENOMEM: _error_class(MemoryError, "TM_ENOMEM"),
+    lib.TM_ERANGE: _error_class(IndexError, "TM_ERANGE"),
+    lib.TM_EOVERFLOW: _error_class(ValueError, "TM_EOVERFLOW"),
+    lib.TM_EIO: _error_class(OSError, "TM_EIO"),
+    lib.TM_EFORMAT: _error_class(ValueError, "TM_EFORMAT"),
+    lib.TM_EUNSUPPORTED: _error_class(NotImplementedError, "TM_EUNSUPPORTED"),
+}
+
+
+def _estate():
+    cls = type("FoundryStateError", (FoundryError,),
+               {"status": "TM_ESTATE", "__module__": "foundry"})
+    return cls
+
+
+_ERRORS[lib.TM_ESTATE] = _estate()
+_ERRORS[lib.TM_EDEVICE] = type("FoundryDeviceError", (FoundryError,),
+                               {"status": "TM_EDEVICE",
+                                "__module__": "foundry"})
+
+
+def error():
+    """The exception for the calling thread's last C failure."""
+    status = lib.tm_last_status()
+    msg = ffi.string(lib.tm_last_error()).decode("utf-8", "replace")
+    lib.tm_clear_error()
+    return _ERRORS.get(status, FoundryError)(msg or "unknown failure")
+
+
+def check(status):
+    """Raises the matching exception for a negative tm_status."""
+    if status < 0:
+        raise error()
+    return status
+
+
+# ---------------------------------------------------------- C memory owned
+# by Python: a tensor that borrows a numpy array keeps a handle to it here
+# until the library's release callback says the storage died.
+
+_alive = {}
+
+
+def keep_alive(obj):
+    """A `void *` handle that keeps `obj` alive until _foundry_release runs
+    with it."""
+    h = ffi.new_handle(obj)
+    _alive[int(ffi.cast("uintptr_t", h))] = h
+    return h
+
+
+@ffi.def_extern()
+def _foundry_release(data, user):
+    _alive.pop(int(ffi.cast("uintptr_t", user)), None)
+
+
+release_callback = lib._foundry_release
+
+# ------------------------------------------------------------------ dtypes
+
+
+class dtype:
+    """A tensor element type: foundry.float32, foundry.int64, ..."""
+
+    __slots__ = ("name", "c", "itemsize", "is_floating_point", "is_signed",
+                 "np")
+
+    def __init__(self, name, c, np_name):
+        self.name = name
+        self.c = c
+        self.itemsize = lib.tm_dtype_size(c)
+        self.is_floating_point = bool(lib.tm_dtype_is_float(c))
+        self.is_signed = name not in ("uint8", "bool")
+        self.np = np_name  # numpy's name, or None (bfloat16)
+
+    def __repr__(self):
+        return "foundry." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+    def to(self):  # pragma: no cover - helper for symmetry
+        return self
+
+
+float32 = dtype("float32", lib.TM_F32, "float32")
+float64 = dtype("float64", lib.TM_F64, "float64")
+float16 = dtype("float16", lib.TM_F16, "float16")
+bfloat16 = dtype("bfloat16", lib.TM_BF16, None)
+int8 = dtype("int8", lib.TM_I8, "int8")
+uint8 = dtype("uint8", lib.TM_U8, "uint8")
+int16 = dtype("int16", lib.TM_I16, "int16")
+int32 = dtype("int32", lib.TM_I32, "int32")
+int64 = dtype("int64", lib.TM_I64, "int64")
+bool_ = dtype("bool", lib.TM_BOOL, "bool")
+
+DTYPES = (float32, float64, float16, bfloat16, int8, uint8, int16, int32,
+          int64, bool_)
+BY_C = {d.c: d for d in DTYPES}
+BY_NP = {d.np: d for d in DTYPES if d.np}
+
+# Python owns error reporting (exceptions), so C logging stays quiet unless
+# the user asks for it with FOUNDRY_LOG.
+if "FOUNDRY_LOG" not in _os.environ:
+    lib.tm_set_log_level(lib.TM_LOG_OFF)

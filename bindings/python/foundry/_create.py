@@ -1,0 +1,238 @@
+"""Tensor creation: from Python data and numpy arrays, and the factories
+(zeros, ones, full, arange, rand, ...)."""
+import numbers
+import operator
+
+import numpy as np
+
+from . import _c
+from ._c import ffi, lib
+from ._tensor import Tensor, wrap, shape_args, to_dtype
+
+# numpy dtypes Foundry can hold (bfloat16 has no numpy type).
+_NP_OK = frozenset(_c.BY_NP)
+
+
+def _np_dtype_of(arr):
+    name = arr.dtype.name
+    if name not in _NP_OK:
+        raise TypeError(
+            f"numpy dtype {arr.dtype} is not supported; Foundry holds "
+            f"{', '.join(d.name for d in _c.DTYPES)}")
+    return _c.BY_NP[name]
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(array):
+    """A tensor sharing `array`'s memory (no copy).  The tensor's storage
+    keeps the array alive; writes through either are seen by the other.
+    A read-only array gives a tensor that refuses in-place writes.  Arrays
+    whose strides are negative or not a multiple of the item size cannot be
+    shared (ValueError; copy them with foundry.tensor)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, not "
+                        f"{type(array).__name__}")
+    dt = _np_dtype_of(array)
+    if not array.dtype.isnative:
+        raise ValueError("from_numpy: the array is not in native byte "
+                         "order; use array.astype(array.dtype.newbyteorder"
+                         "('='))")
+    if array.ndim > lib.TM_MAX_DIMS:
+        raise ValueError(f"from_numpy: {array.ndim} dims; at most "
+                         f"{lib.TM_MAX_DIMS} are supported")
+    size = array.itemsize
+    if any(s < 0 for s in array.strides):
+        raise ValueError("from_numpy: arrays with negative strides are not "
+                         "supported; copy it with foundry.tensor(array) or "
+                         "array.copy()")
+    if any(s % size for s in array.strides):
+        raise ValueError(f"from_numpy: strides {array.strides} are not "
+                         f"multiples of the item size {size}")
+    shape = ffi.new("int64_t[]", array.shape)
+    strides = ffi.new("int64_t[]", [s // size for s in array.strides])
+    data = ffi.cast("void *", array.__array_interface__["data"][0])
+    # Ownership passes to the library: it calls the release callback when
+    # the storage dies (also on failure), which drops the handle.
+    handle = _c.keep_alive(array)
+    t = wrap(lib.tm_wrap(data, shape, strides, array.ndim, dt.c,
+                         _c.release_callback, handle))
+    if not array.flags.writeable:
+        lib.tm_storage_set_readonly(lib.tm_storage_of(t._p))
+    return t
+
+
+def _infer(data):
+    """A numpy array of Python data, with PyTorch's default dtypes: Python
+    floats give float32, ints int64, bools bool."""
+    if isinstance(data, np.ndarray):
+        return data, False
+    arr = np.array(data)
+    if arr.dtype == object:
+        raise ValueError("tensor(): the data is ragged or holds objects "
+                         "that are not numbers")
+    if arr.dtype.kind in "US":
+        raise TypeError("tensor(): strings are not numbers")
+    return arr, arr.dtype.kind == "f"
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    """A new tensor with a copy of `data` (numbers, nested lists, numpy
+    arrays, tensors).  Python floats become float32 (the default dtype),
+    ints int64, bools bool; numpy arrays keep their dtype."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+        return _finish(t if dtype is None else t.to(dtype), requires_grad)
+    arr, python_float = _infer(data)
+    if dtype is not None:
+        dt = to_dtype(dtype)
+    elif python_float:
+        dt = _c.float32
+    else:
+        dt = _np_dtype_of(arr)
+    if arr.ndim > lib.TM_MAX_DIMS:
+        raise ValueError(f"tensor(): {arr.ndim} dims; at most "
+                         f"{lib.TM_MAX_DIMS} are supported")
+    if dt.np is None:  # bfloat16: via float32, rounded by the library
+        src = np.ascontiguousarray(arr, dtype=np.float32)
+        tmp = wrap(lib.tm_from_buffer(ffi.from_buffer(src), ffi.new(
+            "int64_t[]", src.shape), src.ndim, lib.TM_F32))
+        t = wrap(lib.tm_to_dtype(tmp._p, dt.c))
+    else:
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"tensor(): numpy dtype {arr.dtype} is not "
+                            f"supported")
+        src = np.ascontiguousarray(arr, dtype=dt.np)
+        t = wrap(lib.tm_from_buffer(ffi.from_buffer(src) if src.size else
+                                    ffi.NULL, ffi.new("int64_t[]", src.shape),
+                                    src.ndim, dt.c))
+    return _finish(t, requires_grad)
+
+
+def as_tensor(data, dtype=None):
+    """Shares memory with a numpy array of a supported dtype when no
+    conversion is needed; copies otherwise."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if (isinstance(data, np.ndarray) and data.dtype.name in _NP_OK and
+            (dtype is None or to_dtype(dtype).np == data.dtype.name) and
+            data.dtype.isnative and
+            all(s >= 0 and s % data.itemsize == 0 for s in data.strides)):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def _dt(dtype, default=_c.float32):
+    return default if dtype is None else to_dtype(dtype)
+
+
+def _factory(c_fn):
+    def make(*size, dtype=None, requires_grad=False, device=None):
+        s, n = shape_args(size)
+        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad)
+    return make
+
+
+zeros = _factory(lib.tm_zeros)
+ones = _factory(lib.tm_ones)
+empty = _factory(lib.tm_empty)
+rand = _factory(lib.tm_rand)
+randn = _factory(lib.tm_randn)
+for _f, _n in ((zeros, "zeros"), (ones, "ones"), (empty, "empty"),
+               (rand, "rand"), (randn, "randn")):
+    _f.__name__ = _f.__qualname__ = _n
+
+
+def _scalar_dtype(*values):
+    if all(isinstance(v, bool) for v in values):
+        return _c.bool_
+    if all(isinstance(v, numbers.Integral) for v in values):
+        return _c.int64
+    return _c.float32
+
+
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    s, n = shape_args((size,))
+    dt = _scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
+    return _finish(wrap(lib.tm_full(s, n, float(fill_value), dt.c)),
+                   requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False,
+           device=None):
+    if end is None:
+        start, end = 0, start
+    dt = _scalar_dtype(start, end, step) if dtype is None else \
+        to_dtype(dtype)
+    if dt is _c.bool_:
+        dt = _c.int64
+    return _finish(wrap(lib.tm_arange(start, end, step, dt.c)),
+                   requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False,
+             device=None):
+    return _finish(wrap(lib.tm_linspace(start, end, operator.index(steps),
+                                        _dt(dtype).c)), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    return _finish(wrap(lib.tm_eye(operator.index(n), -1 if m is None else
+                                   operator.index(m), _dt(dtype).c)),
+                   requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, requires_grad=False,
+            device=None):
+    """Integers in [low, high) (randint(high, size) starts at 0)."""
+    if size is None:
+        if high is None or isinstance(high, numbers.Integral):
+            raise TypeError("randint() needs a size, e.g. "
+                            "randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    s, n = shape_args((size,))
+    return _finish(wrap(lib.tm_randint(operator.index(low),
+                                       operator.index(high), s, n,
+                                       _dt(dtype, _c.int64).c)),
+                   requires_grad)
+
+
+def _like(c_fn):
+    def make(input, dtype=None, requires_grad=False, device=None):
+        dt = input.dtype if dtype is None else to_dtype(dtype)
+        s = lib.tm_shape(input._p)
+        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad)
+    return make
+
+
+zeros_like = _like(lib.tm_zeros)
+ones_like = _like(lib.tm_ones)
+empty_like = _like(lib.tm_empty)
+rand_like = _like(lib.tm_rand)
+randn_like = _like(lib.tm_randn)
+
+
+def full_like(input, fill_value, dtype=None, requires_grad=False,
+              device=None):
+    dt = input.dtype if dtype is None else to_dtype(dtype)
+    return _finish(wrap(lib.tm_full(lib.tm_shape(input._p), input.ndim,
+                                    float(fill_value), dt.c)), requires_grad)
+
+
+def randint_like(input, low=0, high=None, dtype=None):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape,
+                   dtype=input.dtype if dtype is None else dtype)
+
+
+def manual_seed(seed):
+    """Reseeds the default generator (rand, randn, dropout, init, ...)."""
+    seed = operator.index(seed)
+    lib.tm_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)

@@ -1,0 +1,222 @@
+"""t[key] and t[key] = value with numpy's rules.
+
+Basic indices (ints, slices with positive steps, None, Ellipsis) give views.
+Advanced indices (integer tensors / lists / arrays, bool masks) give copies;
+several of them broadcast together, and their result dims go where numpy
+puts them (in place when the advanced indices are adjacent, else first).
+Everything is built from differentiable library ops (select, slice,
+permute, index_select, scatter), so indexing records for autograd.
+"""
+import numbers
+import operator
+
+import numpy as np
+
+from . import _c
+from ._c import lib
+from ._tensor import Tensor, wrap, SCALAR
+
+_END = 2 ** 63 - 1
+
+
+def _as_index_tensor(x):
+    """Lists / arrays / tensors used as advanced indices -> Tensor."""
+    from ._create import tensor
+    if isinstance(x, Tensor):
+        return x
+    arr = np.asarray(x)
+    if arr.dtype == object or arr.dtype.kind not in "biu":
+        if arr.size == 0:
+            arr = arr.astype(np.int64)
+        else:
+            raise IndexError(f"only integers, slices, None, Ellipsis, "
+                             f"bool masks and integer tensors are valid "
+                             f"indices (got {type(x).__name__} of "
+                             f"{arr.dtype})")
+    return tensor(arr if arr.dtype.kind == "b" else arr.astype(np.int64))
+
+
+def _normalise(key, ndim):
+    """key -> a list of items with the Ellipsis expanded."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    for k in key:
+        if isinstance(k, (list, np.ndarray)) or (
+                isinstance(k, Tensor) and k.ndim > 0) or (
+                isinstance(k, Tensor) and k.dtype is _c.bool_):
+            items.append(_as_index_tensor(k))
+        elif isinstance(k, Tensor):  # 0-d integer tensor: an int
+            if k.is_floating_point():
+                raise IndexError("tensors used as indices must be integer "
+                                 "or bool, not " + k.dtype.name)
+            items.append(int(k.item()))
+        else:
+            items.append(k)
+    consumed = 0
+    for k in items:
+        if isinstance(k, Tensor):
+            consumed += k.ndim if k.dtype is _c.bool_ else 1
+        elif k is None or k is Ellipsis:
+            pass
+        else:
+            consumed += 1
+    ell = [i for i, k in enumerate(items) if k is Ellipsis]
+    if len(ell) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise IndexError(f"too many indices for a tensor of {ndim} dims: "
+                         f"{consumed} were given")
+    fill = [slice(None)] * (ndim - consumed)
+    if ell:
+        items[ell[0]:ell[0] + 1] = fill
+    else:
+        items += fill
+    return items
+
+
+def _basic(t, items):
+    """Applies basic items; returns (view, [(dim in view, index tensor)])."""
+    v, d, adv = t, 0, []
+    for k in items:
+        if isinstance(k, bool):
+            raise IndexError("bool scalars are not supported as indices")
+        if isinstance(k, numbers.Integral) or (
+                isinstance(k, np.generic) and np.issubdtype(type(k),
+                                                            np.integer)):
+            v = wrap(lib.tm_select(v._p, d, operator.index(k)))
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else operator.index(k.step)
+            if step <= 0:
+                raise ValueError("slice steps must be positive (negative "
+                                 "steps are not supported, as in PyTorch)")
+            start = 0 if k.start is None else operator.index(k.start)
+            stop = _END if k.stop is None else operator.index(k.stop)
+            v = wrap(lib.tm_slice(v._p, d, start, stop, step))
+            d += 1
+        elif k is None:
+            v = wrap(lib.tm_unsqueeze(v._p, d))
+            d += 1
+        elif isinstance(k, Tensor):
+            if k.dtype is _c.bool_:
+                shape = v.shape[d:d + k.ndim]
+                if tuple(k.shape) != tuple(shape):
+                    raise IndexError(
+                        f"mask of shape {list(k.shape)} does not match the "
+                        f"indexed dims {list(shape)}")
+                for j, nz in enumerate(k.detach().numpy().nonzero()):
+                    from ._create import from_numpy
+                    adv.append((d + j, from_numpy(nz.astype(np.int64))))
+                d += k.ndim
+            elif k.is_floating_point():
+                raise IndexError("tensors used as indices must be integer "
+                                 "or bool, not " + k.dtype.name)
+            else:
+                adv.append((d, k))
+                d += 1
+        else:
+            raise IndexError(f"only integers, slices, None, Ellipsis, bool "
+                             f"masks and integer tensors are valid indices, "
+                             f"not {type(k).__name__}")
+    return v, adv
+
+
+def _broadcast(indices):
+    from ._ops import FUNCTIONS
+    shape = np.broadcast_shapes(*[tuple(i.shape) for i in indices])
+    return [i.to(_c.int64).broadcast_to(shape) for i in indices], shape
+
+
+def _plan(v, adv):
+    """Where the advanced dims go: (permutation of v putting advanced dims
+    first, broadcast indices, their shape, the result's final order)."""
+    dims = [d for d, _ in adv]
+    rest = [d for d in range(v.ndim) if d not in dims]
+    idx, bshape = _broadcast([i for _, i in adv])
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    # final order: B at dims[0] if adjacent (numpy), else first
+    nb = len(bshape)
+    before = len([d for d in rest if d < dims[0]]) if adjacent else 0
+    final = (list(range(nb, nb + before)) + list(range(nb)) +
+             list(range(nb + before, nb + len(rest))))
+    return dims + rest, idx, bshape, final
+
+
+def _linear_index(v, dims, idx):
+    """One index into the advanced dims merged (row-major), range-checked."""
+    lin = None
+    for d, i in zip(dims, idx):
+        size = v.shape[d]
+        bad = (i < -size) | (i >= size)
+        if bool(bad.any()):
+            first = int(i[bad].flatten()[0].item()) if i.ndim else \
+                int(i.item())
+            raise IndexError(f"index {first} is out of bounds for dim {d} "
+                             f"with size {size}")
+        i = i + (i < 0).long() * size
+        lin = i if lin is None else lin * size + i
+    return lin
+
+
+def getitem(t, key):
+    items = _normalise(key, t.ndim)
+    v, adv = _basic(t, items)
+    if not adv:
+        return v
+    if len(adv) == 1 and adv[0][1].ndim == 1:  # the common x[idx] case
+        d, i = adv[0]
+        return wrap(lib.tm_index_select(v._p, d, i._p))
+    order, idx, bshape, final = _plan(v, adv)
+    k = len(adv)
+    p = v.permute(order)
+    rest_shape = list(p.shape[k:])
+    merged = p.reshape([-1] + rest_shape)
+    lin = _linear_index(v, order[:k], idx).reshape(-1)
+    out = wrap(lib.tm_index_select(merged._p, 0, lin._p))
+    out = out.reshape(list(bshape) + rest_shape)
+    return out.permute(final) if final != list(range(out.ndim)) else out
+
+
+def _value_tensor(value, like):
+    from ._create import tensor
+    if isinstance(value, Tensor):
+        return value
+    return tensor(value, dtype=like.dtype)
+
+
+def setitem(t, key, value):
+    items = _normalise(key, t.ndim)
+    v, adv = _basic(t, items)
+    if not adv:
+        if isinstance(value, SCALAR):
+            v.fill_(value)
+        else:
+            v.copy_(_value_tensor(value, v))
+        return
+    order, idx, bshape, final = _plan(v, adv)
+    k = len(adv)
+    p = v.permute(order)
+    rest_shape = list(p.shape[k:])
+    lin = _linear_index(v, order[:k], idx).reshape(-1)
+    m = lin.numel()
+    # the value, broadcast to the result's shape, in [B..., rest...] order
+    full_shape = [(list(bshape) + rest_shape)[j] for j in final]
+    val = _value_tensor(value, v).to(v.dtype).broadcast_to(full_shape)
+    inv = [final.index(j) for j in range(len(final))]
+    src = val.permute(inv).reshape([m] + rest_shape)
+    index = lin.reshape([m] + [1] * len(rest_shape)).expand(
+        [m] + rest_shape)
+    try:
+        target = p.view([-1] + rest_shape)  # a view: writes land in t
+    except ValueError:  # the advanced dims cannot merge as a view
+        target = None
+    if target is not None:
+        target.scatter_(0, index, src)
+        return
+    tmp = p.reshape([-1] + rest_shape).clone()
+    tmp.scatter_(0, index, src)
+    p.copy_(tmp.reshape(p.shape))
+
+
+Tensor.__getitem__ = getitem
+Tensor.__setitem__ = setitem

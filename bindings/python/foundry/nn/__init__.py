@@ -1,0 +1,17 @@
+"""foundry.nn: modules, layers, losses, functional ops and initialisers."""
+from . import functional, init  # noqa: F401
+from .module import Module, Parameter
+from .containers import Sequential, ModuleList, ModuleDict
+from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
+                     Dropout, Conv2d, MaxPool2d, AvgPool2d, Flatten, ReLU,
+                     SiLU, Sigmoid, Tanh, GELU, LeakyReLU, Softplus, Softmax,
+                     LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
+                     BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
+
+__all__ = ["functional", "init", "Module", "Parameter", "Sequential",
+           "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
+           "LayerNorm", "RMSNorm", "Dropout", "Conv2d", "MaxPool2d",
+           "AvgPool2d", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
+           "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
+           "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"]

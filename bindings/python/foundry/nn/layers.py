@@ -1,0 +1,312 @@
+"""Layers, activations and losses as modules (PyTorch's names, arguments
+and default initialisation)."""
+import math
+
+from .. import _c
+from .._create import empty, ones, zeros
+from .._tensor import to_dtype
+from . import functional as F
+from . import init
+from .module import Module, Parameter
+
+
+def _dt(dtype):
+    return _c.float32 if dtype is None else to_dtype(dtype)
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias; weight [out, in] and bias [out] start
+    U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch."""
+
+    def __init__(self, in_features, out_features, bias=True, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(empty(out_features, in_features,
+                                      dtype=_dt(dtype)))
+        self.bias = Parameter(empty(out_features, dtype=_dt(dtype))) \
+            if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            b = init._default_bound(self.in_features)
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features="
+                f"{self.out_features}, bias={self.bias is not None}")
+
+
+class Embedding(Module):
+    """Rows of weight [num_embeddings, embedding_dim] (N(0, 1) at start)."""
+
+    def __init__(self, num_embeddings, embedding_dim, dtype=None):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, \
+            embedding_dim
+        self.weight = Parameter(empty(num_embeddings, embedding_dim,
+                                      dtype=_dt(dtype)))
+        init.normal_(self.weight)
+
+    def forward(self, x):
+        return F.embedding(x, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+def _shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True,
+                 bias=True, dtype=None):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps = eps
+        self.weight = Parameter(ones(self.normalized_shape, dtype=_dt(
+            dtype))) if elementwise_affine else None
+        self.bias = Parameter(zeros(self.normalized_shape, dtype=_dt(
+            dtype))) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight,
+                            self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.weight is not None}")
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True,
+                 dtype=None):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps = eps
+        self.weight = Parameter(ones(self.normalized_shape, dtype=_dt(
+            dtype))) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1], not "
+                             f"{p}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class Conv2d(Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1,
+                 padding=0, dilation=1, groups=1, bias=True, dtype=None):
+        super().__init__()
+        k = F._pair(kernel_size, "kernel_size")
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"groups={groups} must divide in_channels="
+                             f"{in_channels} and out_channels="
+                             f"{out_channels}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = tuple(k)
+        self.stride, self.padding, self.dilation, self.groups = \
+            stride, padding, dilation, groups
+        self.weight = Parameter(empty(out_channels, in_channels // groups,
+                                      *k, dtype=_dt(dtype)))
+        self.bias = Parameter(empty(out_channels, dtype=_dt(dtype))) \
+            if bias else None
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            b = init._default_bound(fan_in)
+            init.uniform_(self.bias, -b, b)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size="
+                f"{self.kernel_size}, stride={self.stride}")
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, \
+            padding
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class AvgPool2d(MaxPool2d):
+    def __init__(self, kernel_size, stride=None, padding=0,
+                 count_include_pad=True):
+        super().__init__(kernel_size, stride, padding)
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            self.count_include_pad)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+# ------------------------------------------------------------ activations
+
+def _activation(name, fn, doc):
+    def forward(self, x):
+        return fn(x)
+    def __init__(self, inplace=False):
+        Module.__init__(self)
+    return type(name, (Module,), {"forward": forward, "__doc__": doc,
+                                  "__init__": __init__})
+
+
+ReLU = _activation("ReLU", F.relu, "max(x, 0)")
+SiLU = _activation("SiLU", F.silu, "x * sigmoid(x)")
+Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
+Tanh = _activation("Tanh", F.tanh, "tanh(x)")
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+
+class Softmax(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+
+# ----------------------------------------------------------------- losses
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        F._reduction(reduction)
+        self.reduction = reduction
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(self, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, \
+            label_smoothing
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, self.reduction,
+                               self.ignore_index, self.label_smoothing)
+
+
+class NLLLoss(_Loss):
+    def __init__(self, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, self.reduction, self.ignore_index)
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return F.mse_loss(input, target, self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return F.l1_loss(input, target, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target,
+                                                  self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, self.reduction, self.delta)
