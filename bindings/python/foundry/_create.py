@@ -71,7 +71,13 @@ def _infer(data):
     floats give float32, ints int64, bools bool."""
     if isinstance(data, np.ndarray):
         return data, False
-    arr = np.array(data)
+    try:
+        arr = np.array(data)
+    except ValueError:
+        arr = np.empty(0, object)
+    if arr.dtype == object and arr.ndim == 0:
+        raise TypeError(f"tensor(): cannot make a tensor of "
+                        f"{type(data).__name__}")
     if arr.dtype == object:
         raise ValueError("tensor(): the data is ragged or holds objects "
                          "that are not numbers")
@@ -98,7 +104,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         raise ValueError(f"tensor(): {arr.ndim} dims; at most "
                          f"{lib.TM_MAX_DIMS} are supported")
     if dt.np is None:  # bfloat16: via float32, rounded by the library
-        src = np.ascontiguousarray(arr, dtype=np.float32)
+        src = np.asarray(arr, dtype=np.float32, order="C")
         tmp = wrap(lib.tm_from_buffer(ffi.from_buffer(src), ffi.new(
             "int64_t[]", src.shape), src.ndim, lib.TM_F32))
         t = wrap(lib.tm_to_dtype(tmp._p, dt.c))
@@ -106,7 +112,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"tensor(): numpy dtype {arr.dtype} is not "
                             f"supported")
-        src = np.ascontiguousarray(arr, dtype=dt.np)
+        src = np.asarray(arr, dtype=dt.np, order="C")
         t = wrap(lib.tm_from_buffer(ffi.from_buffer(src) if src.size else
                                     ffi.NULL, ffi.new("int64_t[]", src.shape),
                                     src.ndim, dt.c))

@@ -169,14 +169,21 @@ class Module:
         """An ordered name -> tensor dict of parameters and persistent
         buffers (detached views sharing memory, as in PyTorch)."""
         out = collections.OrderedDict()
-        for name, p in self.named_parameters():
-            out[prefix + name] = p if keep_vars else p.detach()
+        seen = set()
+        # PyTorch's order: each module (pre-order) with its own parameters,
+        # then its own persistent buffers.
         for mprefix, m in self.named_modules():
             skip = m.__dict__.get("_nonpersistent", set())
-            for name, b in m.__dict__.get("_buffers", {}).items():
-                if b is not None and name not in skip:
-                    full = f"{mprefix}.{name}" if mprefix else name
-                    out[prefix + full] = b if keep_vars else b.detach()
+            own = [(n, v) for n, v in m._items()
+                   if isinstance(v, Parameter)]
+            own += [(n, b) for n, b in m.__dict__.get("_buffers", {}).items()
+                    if b is not None and n not in skip]
+            for name, v in own:
+                if id(v) in seen:
+                    continue
+                seen.add(id(v))
+                full = f"{mprefix}.{name}" if mprefix else name
+                out[prefix + full] = v if keep_vars else v.detach()
         return out
 
     def load_state_dict(self, state_dict, strict=True):
