@@ -41,9 +41,13 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
         return NULL;
     const tm_tensor *ts[2] = {a, b};
     if (tm__check_same_device(__func__, ts, 2)) return NULL;
-    tm__fmt_shape(a->shape, a->ndim, sa, sizeof sa);
-    tm__fmt_shape(b->shape, b->ndim, sb, sizeof sb);
+    /* Shapes are formatted for error messages only (the hot path of small
+     * matmuls must not pay for two snprintf calls). */
+#define TM__MM_SHAPES()                                                       \
+    (tm__fmt_shape(a->shape, a->ndim, sa, sizeof sa),                         \
+     tm__fmt_shape(b->shape, b->ndim, sb, sizeof sb))
     if (a->ndim == 0 || b->ndim == 0) {
+        TM__MM_SHAPES();
         TM_ERR(TM_EINVAL, "both operands need at least 1 dim, got shapes "
                "%s and %s", sa, sb);
         return NULL;
@@ -65,6 +69,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     int64_t kb = b1 ? b->shape[0] : b->shape[b->ndim - 2];
     int64_t n = b1 ? 1 : b->shape[b->ndim - 1];
     if (k != kb) {
+        TM__MM_SHAPES();
         TM_ERR(TM_ESHAPE, "shapes %s and %s do not match: %lld != %lld", sa,
                sb, (long long)k, (long long)kb);
         return NULL;
@@ -73,12 +78,14 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     int64_t shape[TM_MAX_DIMS + 2];
     int nbd = 0;
     if (tm_broadcast_shapes(a->shape, nba, b->shape, nbb, shape, &nbd)) {
+        TM__MM_SHAPES();
         TM_ERR(TM_ESHAPE, "batch dims %s and %s of shapes %s and %s do not "
                "broadcast",
                tm__fmt_shape(a->shape, nba, ba, sizeof ba),
                tm__fmt_shape(b->shape, nbb, bb, sizeof bb), sa, sb);
         return NULL;
     }
+#undef TM__MM_SHAPES
     int ond = nbd;
     if (!a1) shape[ond++] = m;
     if (!b1) shape[ond++] = n;

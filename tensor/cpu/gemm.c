@@ -323,6 +323,14 @@ static void gm_block(const gm_ctx *x, char *scr, int64_t bi, int64_t m0,
                                    beta);
                             continue;
                         }
+                        if (cols == nr && x->scn == 1 && k->ukr_row &&
+                            rows <= mr / 2) {
+                            for (int64_t r = 0; r < rows; r++)
+                                k->ukr_row(kc, apan + r * es, bpan, ldb,
+                                           ct + r * x->scm * es, x->alpha,
+                                           beta);
+                            continue;
+                        }
                         k->ukr(kc, apan, bpan, ldb, tile, nr, 1.0, 0.0);
                         if (x->f64)
                             gm_merge_f64((double *)ct, x->scm, x->scn,

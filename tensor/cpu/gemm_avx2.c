@@ -15,12 +15,14 @@
 #include "gemm_kernel_tmpl.h"
 
 GM_KERNEL(gm_sgemm_avx2, 6, float, __m256, 8, ps)
+GM_KERNEL_ROW(gm_sgemm_avx2_row, 6, float, __m256, 8, ps)
+GM_KERNEL_ROW(gm_dgemm_avx2_row, 6, double, __m256d, 4, pd)
 GM_KERNEL(gm_dgemm_avx2, 6, double, __m256d, 4, pd)
 
 const tm__gemm_kernel tm__sgemm_avx2 = {
-    "avx2", gm_sgemm_avx2, 6, 16, 960, 256, 512};
+    "avx2", gm_sgemm_avx2, 6, 16, 960, 256, 512, gm_sgemm_avx2_row};
 const tm__gemm_kernel tm__dgemm_avx2 = {
-    "avx2", gm_dgemm_avx2, 6, 8, 960, 256, 256};
+    "avx2", gm_dgemm_avx2, 6, 8, 960, 256, 256, gm_dgemm_avx2_row};
 
 #else
 typedef int tm__unused_tu;

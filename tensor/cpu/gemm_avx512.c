@@ -20,12 +20,14 @@
 #include "gemm_kernel_tmpl.h"
 
 GM_KERNEL(gm_sgemm_avx512, 8, float, __m512, 16, ps)
+GM_KERNEL_ROW(gm_sgemm_avx512_row, 8, float, __m512, 16, ps)
+GM_KERNEL_ROW(gm_dgemm_avx512_row, 8, double, __m512d, 8, pd)
 GM_KERNEL(gm_dgemm_avx512, 8, double, __m512d, 8, pd)
 
 const tm__gemm_kernel tm__sgemm_avx512 = {
-    "avx512", gm_sgemm_avx512, 8, 32, 960, 384, 512};
+    "avx512", gm_sgemm_avx512, 8, 32, 960, 384, 512, gm_sgemm_avx512_row};
 const tm__gemm_kernel tm__dgemm_avx512 = {
-    "avx512", gm_dgemm_avx512, 8, 16, 960, 256, 384};
+    "avx512", gm_dgemm_avx512, 8, 16, 960, 256, 384, gm_dgemm_avx512_row};
 
 #else
 typedef int tm__unused_tu;

@@ -23,6 +23,16 @@ typedef void (*tm__gemm_ukr)(int64_t kc, const void *a, const void *b,
                              int64_t ldb, void *c, int64_t ldc, double alpha,
                              double beta);
 
+/* One row of the tile: row r of a packed panel (a = panel + r elements,
+ * element p at a[p * MR]) times the same B panel into one row of C, with
+ * the same per-element order of operations as the full kernel (so the
+ * same bits).  Used for the few rows of a ragged row edge (and for
+ * vector-times-matrix), where running the full MR-row kernel on padding
+ * would cost MR times the work. */
+typedef void (*tm__gemm_ukr_row)(int64_t kc, const void *a, const void *b,
+                                 int64_t ldb, void *c, double alpha,
+                                 double beta);
+
 typedef struct tm__gemm_kernel {
     const char *name;
     tm__gemm_ukr ukr;
@@ -30,6 +40,7 @@ typedef struct tm__gemm_kernel {
     int64_t mc;     /* rows of A packed at once (multiple of mr) */
     int64_t kc;     /* depth of a packed block */
     int64_t nc;     /* columns of B packed at once (multiple of nr): L2 */
+    tm__gemm_ukr_row ukr_row; /* NULL: ragged rows go through a staged tile */
 } tm__gemm_kernel;
 
 /* Portable C kernels (always present). */

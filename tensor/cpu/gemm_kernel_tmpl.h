@@ -31,6 +31,29 @@
         }                                                                     \
     }
 
+/* The one-row kernel of the same family (see tm__gemm_ukr_row). */
+#define GM_KERNEL_ROW(NAME, MR_, T, VEC, W, S)                                \
+    static void NAME(int64_t kc, const void *av, const void *bv,           \
+                     int64_t ldb, void *cv, double alpha, double beta)       \
+    {                                                                         \
+        const T *a = av, *b = bv;                                              \
+        T *c = cv;                                                             \
+        const int64_t ldc = 0;                                                 \
+        GM_DECL(0, VEC, S)                                                     \
+        for (int64_t p = 0; p < kc; p++, a += MR_, b += ldb) {                \
+            const VEC b0 = GM_P(loadu_##S)(b), b1 = GM_P(loadu_##S)(b + W);  \
+            GM_FMA(0, VEC, S)                                                  \
+        }                                                                     \
+        const VEC al = GM_P(set1_##S)((T)alpha);                              \
+        const VEC be = GM_P(set1_##S)((T)beta);                               \
+        if ((T)beta == 0) {                                                   \
+            GM_STORE0(0, W, S)                                                 \
+        } else {                                                              \
+            GM_STORE(0, W, S)                                                  \
+        }                                                                     \
+        (void)ldc;                                                             \
+    }
+
 #define GM_DECL(r, VEC, S)                                                    \
     VEC c##r##0 = GM_P(setzero_##S)(), c##r##1 = GM_P(setzero_##S)();
 #define GM_FMA(r, VEC, S)                                                     \

@@ -35,6 +35,6 @@ GM_PORTABLE_UKR(gm_sgemm_portable_4x8, float, 4, 8)
 GM_PORTABLE_UKR(gm_dgemm_portable_4x4, double, 4, 4)
 
 const tm__gemm_kernel tm__sgemm_portable = {
-    "portable", gm_sgemm_portable_4x8, 4, 8, 256, 256, 512};
+    "portable", gm_sgemm_portable_4x8, 4, 8, 256, 256, 512, NULL};
 const tm__gemm_kernel tm__dgemm_portable = {
-    "portable", gm_dgemm_portable_4x4, 4, 4, 256, 256, 512};
+    "portable", gm_dgemm_portable_4x4, 4, 4, 256, 256, 512, NULL};

@@ -533,3 +533,42 @@ TEST(gemm_errors_name_the_problem)
     tm_free(bias5);
     tm_free(wd);
 }
+
+/* Rows of a ragged row edge (fewer than MR rows left) run through the
+ * one-row kernel, which must give the same bits as the full-tile kernel:
+ * the first rows of an 8-row product equal products of 1..3 rows, for
+ * every family, with and without beta. */
+TEST(gemm_ragged_rows_give_the_same_bits_as_full_tiles)
+{
+    tm__isa fam[TM__ISA_COUNT], best = tm__cpu_isa();
+    int nf = families(fam);
+    for (int f = 0; f < nf; f++) {
+        REQUIRE(tm__set_isa(fam[f]));
+        for (int d = 0; d < 2; d++) {
+            tm_dtype dt = d ? TM_F64 : TM_F32;
+            tm_tensor *a = tm_randn((int64_t[]){8, 77}, 2, dt);
+            tm_tensor *b = tm_randn((int64_t[]){77, 96}, 2, dt);
+            tm_tensor *full = tm_randn((int64_t[]){8, 96}, 2, dt);
+            REQUIRE(a && b && full);
+            tm_tensor *c0 = tm_clone(full);
+            CHECK_INT(tm_gemm(false, false, 0.5, a, b, 2.0, full), TM_OK);
+            for (int64_t rows = 1; rows <= 3; rows++) {
+                tm_tensor *ar = tm_narrow(a, 0, 0, rows);
+                tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
+                tm_tensor *cr = tm_clone(c0r);
+                tm_tensor *fr = tm_narrow(full, 0, 0, rows);
+                tm_free(c0r);
+                CHECK_INT(tm_gemm(false, false, 0.5, ar, b, 2.0, cr), TM_OK);
+                tm_tensor *eq = tm_eq(cr, fr), *all = tm_all(eq, NULL, 0,
+                                                            false);
+                int64_t same = 0;
+                CHECK_INT(tm_item_i64(all, &same), TM_OK);
+                CHECK(same == 1);
+                tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr);
+                tm_free(ar);
+            }
+            tm_free(c0); tm_free(full); tm_free(b); tm_free(a);
+        }
+    }
+    tm__set_isa(best);
+}
