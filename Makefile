@@ -9,6 +9,11 @@
 #   make bench            time ops against numpy and PyTorch (needs numpy)
 #   make refdata          regenerate tests/data from tests/gen (needs numpy)
 #   make difftest         random differential testing against numpy
+#   make fuzz-safetensors libFuzzer + ASan on the safetensors reader
+#                         (clang; FUZZ_TIME seconds, default 60)
+#   make fuzz-idx         libFuzzer + ASan on the IDX reader and inflate
+#   make fuzz-corpus      every fuzz target as a plain program over its
+#                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
 
 ARCH ?= native
@@ -158,6 +163,8 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 	$(B)/bench/bench_fused
+	$(MAKE) python
+	$(VENV)/bin/python bench/bench_overhead.py
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py).
 difftest: $(SHARED)
@@ -166,6 +173,49 @@ difftest: $(SHARED)
 
 refdata:
 	$(PYTHON) tests/gen/gen_all.py
+
+# Fuzz targets (tests/fuzz/fuzz_<name>.c, corpus in tests/fuzz/corpus/<name>/).
+# With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
+# main; otherwise it is built as a plain program over files and directories.
+.PHONY: fuzz-safetensors fuzz-idx fuzz-corpus fuzz-corpus-run
+FUZZ_TARGETS := fuzz_safetensors fuzz_idx
+FUZZ_TIME ?= 60
+ifneq ($(findstring fuzzer-no-link,$(SAN)),)
+  FUZZFLAGS := -fsanitize=fuzzer
+else
+  FUZZFLAGS := -DTM_FUZZ_STANDALONE
+endif
+$(B)/fuzz/%: tests/fuzz/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(FUZZFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
+
+# New inputs go to a scratch corpus in the build tree; the committed corpus
+# is only read.  Findings (crash-*, leak-*, ...) land beside the binary.
+FUZZ_SAN := address,undefined,fuzzer-no-link
+FUZZ_B := $(BUILD)/$(ARCH)-clang-$(subst $(comma),-,$(FUZZ_SAN))
+fuzz-safetensors:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_safetensors
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-safetensors
+	$(FUZZ_B)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    -dict=tests/fuzz/safetensors.dict \
+	    $(FUZZ_B)/fuzz/corpus-safetensors tests/fuzz/corpus/safetensors
+
+fuzz-idx:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_idx
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-idx
+	$(FUZZ_B)/fuzz/fuzz_idx -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-idx tests/fuzz/corpus/idx
+
+fuzz-corpus:
+	$(MAKE) SAN=address,undefined fuzz-corpus-run
+
+fuzz-corpus-run: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
+	@for t in $(FUZZ_TARGETS); do \
+	    $(SANENV) $(RUN) $(B)/fuzz/$$t tests/fuzz/corpus/$${t#fuzz_} \
+	        || exit 1; \
+	done
 
 clean:
 	rm -rf build lib
