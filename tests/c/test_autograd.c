@@ -279,6 +279,7 @@ TEST(set_grad_replaces_the_gradient_and_backward_adds_out_of_place)
     CHECK_STATUS(tm_set_grad(x, bad), TM_ESHAPE,
                  "grad f64[4] does not match the tensor's f64[3]");
     CHECK_STATUS(tm_set_grad(bad, g), TM_ESTATE, "does not require grad");
+    CHECK_STATUS(tm_set_grad(NULL, g), TM_EINVAL, "NULL");
     CHECK_INT(tm_set_grad(x, NULL), TM_OK);
     CHECK(tm_grad(x) == NULL);
     tm_free(bad); tm_free(one); tm_free(y); tm_free(g); tm_free(x);
