@@ -136,24 +136,27 @@ tm_status tm__check_shape(const char *fn, const int64_t *shape, int ndim,
     if (!tm_dtype_is_valid(dt))
         return tm__errf(TM_EDTYPE, fn, "dtype %d (%s) is not a dense dtype",
                         (int)dt, tm_dtype_name(dt));
+    /* Every dim is checked (a zero dim does not excuse a negative one),
+     * and the product of the non-zero dims must fit even when a zero dim
+     * makes the tensor empty: strides are products of trailing dims. */
     int64_t n = 1;
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return tm__errf(TM_EINVAL, fn, "shape %s has a negative size",
                             tm__fmt_shape(shape, ndim, buf, sizeof buf));
         if (shape[i] == 0) {
-            n = 0;
-            overflow = false;
-            break;
+            empty = true;
+            continue;
         }
         if (n > INT64_MAX / shape[i]) overflow = true;
         else n *= shape[i];
     }
-    if (overflow || (uint64_t)n > SIZE_MAX / tm_dtype_size(dt))
+    if (overflow || (!empty && (uint64_t)n > SIZE_MAX / tm_dtype_size(dt)))
         return tm__errf(TM_EOVERFLOW, fn,
-                        "shape %s: element count overflows", 
+                        "shape %s: element count overflows",
                         tm__fmt_shape(shape, ndim, buf, sizeof buf));
+    if (empty) n = 0;
     if (numel) *numel = n;
     return TM_OK;
 }

@@ -62,6 +62,15 @@ TEST(bad_shapes_and_dtypes_are_reported)
                    "element count overflows");
     CHECK_NULL_ERR(tm_ones((int64_t[]){2, -3}, 2, TM_F32), TM_EINVAL,
                    "shape [2,-3] has a negative size");
+    /* a zero dim neither hides a negative dim after it nor lets the other
+     * dims overflow (their product is a stride) */
+    CHECK_NULL_ERR(tm_ones((int64_t[]){0, -3}, 2, TM_F32), TM_EINVAL,
+                   "shape [0,-3] has a negative size");
+    CHECK_NULL_ERR(tm_zeros((int64_t[]){0, 1LL << 40, 1LL << 40}, 3, TM_F32),
+                   TM_EOVERFLOW, "element count overflows");
+    tm_tensor *e = tm_zeros((int64_t[]){0, 1LL << 40}, 2, TM_F32);
+    CHECK(e && tm_numel(e) == 0);
+    tm_free(e);
     CHECK_NULL_ERR(tm_zeros((int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, 9,
                             TM_F32),
                    TM_EINVAL, "ndim 9 is outside [0, 8]");
