@@ -18,6 +18,8 @@
 #include "foundry/autograd.h"
 #include "foundry/nn.h"
 #include "foundry/nn_functional.h"
+#include "foundry/optim.h"
+#include "foundry/io.h"
 #include "foundry/backend.h"
 
 #endif

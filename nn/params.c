@@ -16,6 +16,7 @@ struct tm_params {
     tm_tensor **t;
     char **name;
     bool *no_decay;
+    bool *buffer; /* tm_params_add_buffer: not a parameter */
 };
 
 tm_params *tm_params_new(void)
@@ -34,6 +35,7 @@ void tm_params_free(tm_params *set)
     tm__dealloc(set->t);
     tm__dealloc(set->name);
     tm__dealloc(set->no_decay);
+    tm__dealloc(set->buffer);
     tm__dealloc(set);
 }
 
@@ -49,23 +51,28 @@ static tm_status reserve(tm_params *set, int extra, const char *fn)
     tm_tensor **t = tm__alloc((size_t)cap * sizeof *t, fn);
     char **name = tm__alloc((size_t)cap * sizeof *name, fn);
     bool *nd = tm__alloc((size_t)cap * sizeof *nd, fn);
-    if (!t || !name || !nd) {
+    bool *buf = tm__alloc((size_t)cap * sizeof *buf, fn);
+    if (!t || !name || !nd || !buf) {
         tm__dealloc(t);
         tm__dealloc(name);
         tm__dealloc(nd);
+        tm__dealloc(buf);
         return TM_ENOMEM;
     }
     if (set->count) {
         memcpy(t, set->t, (size_t)set->count * sizeof *t);
         memcpy(name, set->name, (size_t)set->count * sizeof *name);
         memcpy(nd, set->no_decay, (size_t)set->count * sizeof *nd);
+        memcpy(buf, set->buffer, (size_t)set->count * sizeof *buf);
     }
     tm__dealloc(set->t);
     tm__dealloc(set->name);
     tm__dealloc(set->no_decay);
+    tm__dealloc(set->buffer);
     set->t = t;
     set->name = name;
     set->no_decay = nd;
+    set->buffer = buf;
     set->cap = cap;
     return TM_OK;
 }
@@ -130,6 +137,27 @@ tm_status tm_params_add(tm_params *set, const char *name, tm_tensor *t,
     set->t[set->count] = tm_retain(t);
     set->name[set->count] = copy;
     set->no_decay[set->count] = no_decay;
+    set->buffer[set->count] = false;
+    set->count++;
+    return TM_OK;
+}
+
+tm_status tm_params_add_buffer(tm_params *set, const char *name,
+                               tm_tensor *t)
+{
+    if (!set) return TM_ERR(TM_EINVAL, "set is NULL");
+    if (!name || !*name) return TM_ERR(TM_EINVAL, "name is NULL or empty");
+    if (!t) return TM_ERR(TM_EINVAL, "tensor for '%s' is NULL", name);
+    if (tm_params_index(set, name) >= 0)
+        return TM_ERR(TM_EINVAL, "duplicate parameter name '%s'", name);
+    tm_status st = reserve(set, 1, __func__);
+    if (st != TM_OK) return st;
+    char *copy = join(NULL, name, __func__);
+    if (!copy) return TM_ENOMEM;
+    set->t[set->count] = tm_retain(t);
+    set->name[set->count] = copy;
+    set->no_decay[set->count] = true;
+    set->buffer[set->count] = true;
     set->count++;
     return TM_OK;
 }
@@ -157,6 +185,7 @@ tm_status tm_params_add_all(tm_params *set, const char *prefix,
         set->t[set->count] = tm_retain(other->t[added]);
         set->name[set->count] = nm;
         set->no_decay[set->count] = other->no_decay[added];
+        set->buffer[set->count] = other->buffer[added];
         set->count++;
     }
     return TM_OK;
@@ -205,6 +234,11 @@ const char *tm_params_name(const tm_params *set, int i)
 bool tm_params_no_decay(const tm_params *set, int i)
 {
     return in_range(set, i, __func__) ? set->no_decay[i] : false;
+}
+
+bool tm_params_is_buffer(const tm_params *set, int i)
+{
+    return in_range(set, i, __func__) ? set->buffer[i] : false;
 }
 
 tm_tensor *tm_params_find(const tm_params *set, const char *name)

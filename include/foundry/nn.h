@@ -55,13 +55,20 @@ void tm_params_free(tm_params *set);
  * optimizer walking the set then sees it twice. */
 tm_status tm_params_add(tm_params *set, const char *name, tm_tensor *t,
                         bool no_decay);
-/* Appends every parameter of `other`, in order, under "prefix.name" (just
+/* Appends a buffer: a tensor that is state but not a parameter (running
+ * statistics, optimizer state, anything a state dict must carry).  Any
+ * dense dtype; its requires-grad flag is left alone; it is marked no-decay
+ * and tm_params_is_buffer reports it, so optimizers skip it.  Same naming
+ * rules and reference handling as tm_params_add. */
+tm_status tm_params_add_buffer(tm_params *set, const char *name,
+                               tm_tensor *t);
+/* Appends every entry of `other` (parameters and buffers), in order, under "prefix.name" (just
  * "name" when prefix is NULL or ""), keeping the no-decay flags; this is
  * how modules nest.  All or nothing: on a duplicate name (TM_EINVAL) or
  * any failure the set is unchanged.  set and other must differ. */
 tm_status tm_params_add_all(tm_params *set, const char *prefix,
                             const tm_params *other);
-/* Number of parameters (0 for NULL). */
+/* Number of entries, parameters and buffers (0 for NULL). */
 int tm_params_count(const tm_params *set);
 /* Total number of elements over all parameters. */
 int64_t tm_params_numel(const tm_params *set);
@@ -71,6 +78,8 @@ int64_t tm_params_numel(const tm_params *set);
 tm_tensor *tm_params_get(const tm_params *set, int i);
 const char *tm_params_name(const tm_params *set, int i);
 bool tm_params_no_decay(const tm_params *set, int i);
+/* True when entry i was added with tm_params_add_buffer. */
+bool tm_params_is_buffer(const tm_params *set, int i);
 /* Index of the parameter called `name`, or -1 (no error set). */
 int tm_params_index(const tm_params *set, const char *name);
 /* The parameter called `name` (borrowed), or NULL with TM_EINVAL set. */
