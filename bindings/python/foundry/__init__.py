@@ -72,4 +72,5 @@ def memory_stats():
 
 __version__ = _c.ffi.string(_c.lib.tm_version()).decode()
 
-from . import nn  # noqa: E402
+from . import nn, optim, data  # noqa: E402
+from .safetensors import save_file, load_file, safe_open  # noqa: E402

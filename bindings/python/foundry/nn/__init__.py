@@ -1,5 +1,5 @@
 """foundry.nn: modules, layers, losses, functional ops and initialisers."""
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .module import Module, Parameter
 from .containers import Sequential, ModuleList, ModuleDict
 from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
@@ -8,7 +8,7 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
 
-__all__ = ["functional", "init", "Module", "Parameter", "Sequential",
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
            "LayerNorm", "RMSNorm", "Dropout", "Conv2d", "MaxPool2d",
            "AvgPool2d", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
