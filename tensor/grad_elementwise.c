@@ -201,7 +201,10 @@ static tm_tensor *tm__unary_grad(tm__gx *c, tm_unary_op op, const double *p,
     case TM_OP_SIGMOID:
         t = gx_b(c, TM_OP_MUL, y, gx_rs(c, TM_OP_SUB, 1, y));
         return gx_b(c, TM_OP_MUL, g, t);
-    case TM_OP_RELU: return gx_pass(c, gx_s(c, TM_OP_GT, y, 0), g);
+    /* y = relu(x) is > 0 or 0 (or NaN), so y itself is the condition
+     * (where reads cond as != 0): one pass instead of a compare and a
+     * select.  A NaN input passes its gradient on. */
+    case TM_OP_RELU: return gx_pass(c, y, g);
     case TM_OP_LEAKY_RELU:
         return gx_where(c, gx_s(c, TM_OP_GT, x, 0), g,
                         gx_s(c, TM_OP_MUL, g, p[0]));

@@ -65,7 +65,7 @@ static tm_status pl_geometry(const char *fn, const tm_tensor *x,
 
 /* The window of output (oy, ox), clipped to x: rows [*y0, *y1), columns
  * [*x0, *x1); returns the divisor of average pooling. */
-static int64_t pl_window(const pl_geom *q, int64_t oy, int64_t ox,
+static inline int64_t pl_window(const pl_geom *q, int64_t oy, int64_t ox,
                          int64_t *y0, int64_t *y1, int64_t *x0, int64_t *x1)
 {
     int64_t ys = oy * q->sh - q->ph, xs = ox * q->sw - q->pw;
@@ -82,6 +82,27 @@ typedef struct pl_job {
     void *dst;
     int64_t *idx; /* max pooling: argmax per output element */
 } pl_job;
+
+/* k (all ones or zero) ? a : b on the bits. */
+static inline float pl_sel_f32(int64_t k, float a, float b)
+{
+    uint32_t ua, ub, m = (uint32_t)k;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, 4);
+    return a;
+}
+
+static inline double pl_sel_f64(int64_t k, double a, double b)
+{
+    uint64_t ua, ub, m = (uint64_t)k;
+    memcpy(&ua, &a, 8);
+    memcpy(&ub, &b, 8);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, 8);
+    return a;
+}
 
 /* Forward (planes [p0, p1)): src x, dst y; backward: src g, dst dx
  * (zero-filled).  T is float or double. */
@@ -103,7 +124,12 @@ typedef struct pl_job {
                     for (int64_t yy = y0; yy < y1; yy++)                      \
                         for (int64_t xx = x0; xx < x1; xx++) {                \
                             T v = x[yy * q->w + xx];                          \
-                            if (v > m || isnan(v)) m = v, mi = yy * q->w + xx; \
+                            /* bitwise selects, not branches: random     \
+                             * data made a branch mispredict on most     \
+                             * windows (20 ns an output at 2x2) */       \
+                            int64_t k = -(int64_t)((v > m) | (v != v));       \
+                            m = pl_sel_##S(k, v, m);                          \
+                            mi = (mi & ~k) | ((yy * q->w + xx) & k);          \
                         }                                                     \
                     y[oy * q->ow + ox] = m;                                   \
                     ix[oy * q->ow + ox] = mi;                                 \

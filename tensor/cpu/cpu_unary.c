@@ -94,7 +94,9 @@ static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
     case TM_OP_COS: TM__LOOP(cosf(x));
     case TM_OP_TANH: tm__vtanh_f32(n, a, o); break;
     case TM_OP_SIGMOID: tm__vsigmoid_f32(n, a, o); break;
-    case TM_OP_RELU: TM__LOOP(x > 0 || x != x ? x : 0.0f);
+    /* vectorized select (a branch mispredicted on random signs: 5 ns an
+     * element); NaN passes through, -0 becomes +0 */
+    case TM_OP_RELU: tm__vrelu_f32(n, a, o); break;
     case TM_OP_LEAKY_RELU: TM__LOOP(x > 0 ? x : x * p0);
     /* gelu and gelu_tanh: vmath forms their large exponents in double
      * (rounding them in float would cost about 2z^2 ulps for large |z|);
@@ -143,7 +145,7 @@ static void tm__un_f64(int64_t n, void *out, const void *const *in, void *p)
     case TM_OP_COS: TM__LOOP(cos(x));
     case TM_OP_TANH: TM__LOOP(tanh(x));
     case TM_OP_SIGMOID: TM__LOOP(tm__sigmoid(x));
-    case TM_OP_RELU: TM__LOOP(x > 0 || x != x ? x : 0.0);
+    case TM_OP_RELU: TM__LOOP(x <= 0 ? 0.0 : x);
     case TM_OP_LEAKY_RELU: TM__LOOP(x > 0 ? x : x * p0);
     case TM_OP_GELU: TM__LOOP(tm__gelu(x));
     case TM_OP_GELU_TANH: TM__LOOP(tm__gelu_tanh(x));

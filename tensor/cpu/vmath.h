@@ -16,6 +16,7 @@ void tm__vexp_f32(int64_t n, const float *x, float *y);
 void tm__vlog_f32(int64_t n, const float *x, float *y);
 void tm__vtanh_f32(int64_t n, const float *x, float *y);
 void tm__vsigmoid_f32(int64_t n, const float *x, float *y);
+void tm__vrelu_f32(int64_t n, const float *x, float *y);
 void tm__vgelu_f32(int64_t n, const float *x, float *y);      /* erf form */
 void tm__vgelu_tanh_f32(int64_t n, const float *x, float *y);
 void tm__vsilu_f32(int64_t n, const float *x, float *y);

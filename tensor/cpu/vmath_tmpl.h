@@ -37,7 +37,8 @@
     void tm__vsigmoid_f32_##fam(int64_t n, const float *x, float *y);         \
     void tm__vgelu_f32_##fam(int64_t n, const float *x, float *y);            \
     void tm__vgelu_tanh_f32_##fam(int64_t n, const float *x, float *y);       \
-    void tm__vsilu_f32_##fam(int64_t n, const float *x, float *y);
+    void tm__vsilu_f32_##fam(int64_t n, const float *x, float *y);          \
+    void tm__vrelu_f32_##fam(int64_t n, const float *x, float *y);
 
 TMV_DECLARE(portable)
 TMV_DECLARE(avx2)
@@ -213,6 +214,13 @@ static inline V tmv_gelu_tanh(V x)
                  V_DIV(x, d));
 }
 
+/* relu: 0 where x <= 0 (an ordered compare: NaN passes through, -0
+ * becomes +0), as a select rather than a branch. */
+static inline V tmv_relu(V x)
+{
+    return V_SEL(M_GE(V_SET(0.0f), x), V_SET(0.0f), x);
+}
+
 /* ------------------------------------------------------------- drivers */
 #define TMV_CAT_(a, b) a##b
 #define TMV_CAT(a, b) TMV_CAT_(a, b)
@@ -247,5 +255,6 @@ TMV_DRIVER(tm__vsigmoid_f32_, tmv_sigmoid)
 TMV_DRIVER(tm__vgelu_f32_, tmv_gelu)
 TMV_DRIVER(tm__vgelu_tanh_f32_, tmv_gelu_tanh)
 TMV_DRIVER(tm__vsilu_f32_, tmv_silu)
+TMV_DRIVER(tm__vrelu_f32_, tmv_relu)
 
 #endif

@@ -203,6 +203,10 @@ TEST(vmath_special_values_are_exact)
         SPECIALS("gelu", tm__vgelu_f32, {nan, nan}, {inf, inf}, {0, 0},
                  {-0.0f, -0.0f}, {-20, -0.0f}, {-1e30f, -0.0f},
                  {1e30f, 1e30f}, {20, 20}, {-inf, nan});
+        /* relu: NaN passes through, -0 and negative subnormals give +0 */
+        SPECIALS("relu", tm__vrelu_f32, {nan, nan}, {inf, inf}, {-inf, 0},
+                 {0, 0}, {-0.0f, 0}, {-1e-40f, 0}, {1e-40f, 1e-40f},
+                 {-3, 0}, {2.5f, 2.5f}, {FLT_MAX, FLT_MAX});
         SPECIALS("gelu_tanh", tm__vgelu_tanh_f32, {nan, nan}, {inf, inf},
                  {0, 0}, {-0.0f, -0.0f}, {-20, -0.0f}, {-1e30f, -0.0f},
                  {1e30f, 1e30f}, {20, 20}, {-inf, nan});
