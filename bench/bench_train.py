@@ -8,8 +8,11 @@ models, same batch, same optimizer (Adam), same thread count, same run.
 Models: the Fashion-MNIST MLP (784-256-128-10) at batch 64 and 256, and the
 example's CNN (conv 1->16, pool, conv 16->32, pool, fc 1568->128->10) at
 batch 64.  One step = forward, cross-entropy, zero_grad, backward, Adam
-step, on fixed random data (28x28 inputs, 10 classes).  Each is timed for
-a few seconds after a warm-up; the best of three windows counts.
+step, on fixed random data (28x28 inputs, 10 classes).  After a warm-up,
+Foundry and PyTorch are timed in alternating windows (5 each, --seconds in
+all per library and model), and each library's best window counts: the
+machine is shared, and alternating keeps a slow spell from landing on one
+library only.
 ratio = Foundry steps/s / PyTorch steps/s (> 1: Foundry is faster).
 Writes bench/results/train.json.
 """
@@ -23,16 +26,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "python"))
 
 
-def steps_per_second(step, seconds):
-    for _ in range(5):
+def window(step, seconds):
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
         step()
-    best = 0.0
-    for _ in range(3):
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds / 3:
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def steps_per_second(steps, seconds, rounds=5):
+    """Best steps/s of each step function, measured in alternation."""
+    for step in steps:
+        for _ in range(5):
             step()
-            n += 1
-        best = max(best, n / (time.perf_counter() - t0))
+    best = [0.0] * len(steps)
+    for _ in range(rounds):
+        for i, step in enumerate(steps):
+            best[i] = max(best[i], window(step, seconds / rounds))
     return best
 
 
@@ -104,9 +114,11 @@ def main():
     print(f"{args.threads} threads; steps/s")
     print(f"{'model':6} {'batch':>5} {'foundry':>9} {'torch':>9} {'ratio':>6}")
     for kind, batch in (("mlp", 64), ("mlp", 256), ("cnn", 64)):
-        f = steps_per_second(foundry_step(kind, batch), args.seconds)
-        t = steps_per_second(torch_step(kind, batch), args.seconds) \
-            if torch else None
+        steps = [foundry_step(kind, batch)]
+        if torch:
+            steps.append(torch_step(kind, batch))
+        rates = steps_per_second(steps, args.seconds)
+        f, t = rates[0], rates[1] if torch else None
         r = f / t if t else None
         rows.append({"model": kind, "batch": batch, "foundry_steps_s": f,
                      "torch_steps_s": t, "ratio": r})

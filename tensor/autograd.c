@@ -292,11 +292,16 @@ tm_tensor *tm__ag_sum_to(const tm_tensor *g, const int64_t *shape, int ndim)
     return r;
 }
 
-/* *acc += g without writing into g or into memory g may share. */
+/* *acc += g without writing into g or into memory g may share.  With
+ * `copy`, the first gradient is copied unless nothing else can see it (g
+ * is the only reference to itself and to its storage): then it is kept as
+ * it is, saving a full copy of every parameter's gradient per step. */
 static tm_status tm__accumulate(tm_tensor **acc, tm_tensor *g, bool copy)
 {
     if (!*acc) {
-        *acc = copy ? tm_clone(g) : tm_retain(g);
+        bool alone = atomic_load(&g->refs) == 1 &&
+                     atomic_load(&g->storage->refs) == 1;
+        *acc = copy && !alone ? tm_clone(g) : tm_retain(g);
         return *acc ? TM_OK : tm_last_status();
     }
     tm_tensor *s = tm_add(*acc, g);

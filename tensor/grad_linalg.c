@@ -15,7 +15,8 @@ static tm_tensor *gemm_new(tm__gs *s, bool ta, bool tb, const tm_tensor *a,
                            tm_dtype dt)
 {
     if (!a || !b) return NULL;
-    tm_tensor *c = tm__gs_keep(s, tm_zeros(shape, nd, dt));
+    /* beta 0: the GEMM writes every element, so no zero fill first */
+    tm_tensor *c = tm__gs_keep(s, tm_empty(shape, nd, dt));
     if (c && tm_gemm(ta, tb, 1.0, a, b, 0.0, c)) {
         tm__gs_keep(s, NULL);
         return NULL;

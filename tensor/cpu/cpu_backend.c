@@ -39,9 +39,24 @@ static void tm__fill_run(char **p, const int64_t *s, int64_t n, void *ctx)
     const tm_buf *v = ctx; /* one element of the destination dtype */
     size_t es = tm_dtype_size(v->dtype);
     char *d = p[0];
-    if (s[0] == (int64_t)es && es == 1) {
-        memset(d, *(unsigned char *)v->data, (size_t)n);
-        return;
+    if (s[0] == (int64_t)es) { /* contiguous: memset, or word stores */
+        static const char zero[16];
+        if (es == 1 || !memcmp(v->data, zero, es)) {
+            memset(d, *(unsigned char *)v->data, (size_t)n * es);
+            return;
+        }
+        if (es == 4) {
+            uint32_t w, *o = (uint32_t *)(void *)d;
+            memcpy(&w, v->data, 4);
+            for (int64_t i = 0; i < n; i++) o[i] = w;
+            return;
+        }
+        if (es == 8) {
+            uint64_t w, *o = (uint64_t *)(void *)d;
+            memcpy(&w, v->data, 8);
+            for (int64_t i = 0; i < n; i++) o[i] = w;
+            return;
+        }
     }
     for (int64_t i = 0; i < n; i++, d += s[0]) memcpy(d, v->data, es);
 }
