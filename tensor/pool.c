@@ -112,10 +112,33 @@ static inline double pl_sel_f64(int64_t k, double a, double b)
         const pl_job *jb = vj;                                                \
         const pl_geom *q = jb->q;                                             \
         int64_t y0, y1, x0, x1, hw = q->h * q->w, L = q->oh * q->ow;          \
+        bool k22 = q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 &&   \
+                   q->ph == 0 && q->pw == 0;                                  \
         for (int64_t p = p0; p < p1; p++) {                                   \
             const T *x = (const T *)jb->src + p * hw;                         \
             T *y = (T *)jb->dst + p * L;                                      \
             int64_t *ix = jb->idx + p * L;                                    \
+            if (k22) { /* the common 2x2 / stride 2 window, unrolled */      \
+                for (int64_t oy = 0; oy < q->oh; oy++)                        \
+                    for (int64_t ox = 0; ox < q->ow; ox++) {                  \
+                        int64_t i0 = 2 * oy * q->w + 2 * ox;                  \
+                        int64_t at[4] = {i0, i0 + 1, i0 + q->w,               \
+                                         i0 + q->w + 1};                      \
+                        T m = x[i0];                                          \
+                        int64_t mi = i0;                                      \
+                        /* a NaN first element keeps m NaN unless a     \
+                         * later NaN takes its index (as below) */      \
+                        for (int t = 1; t < 4; t++) {                         \
+                            T v = x[at[t]];                                   \
+                            int64_t k = -(int64_t)((v > m) | (v != v));       \
+                            m = pl_sel_##S(k, v, m);                          \
+                            mi = (mi & ~k) | (at[t] & k);                     \
+                        }                                                     \
+                        y[oy * q->ow + ox] = m;                               \
+                        ix[oy * q->ow + ox] = mi;                             \
+                    }                                                         \
+                continue;                                                     \
+            }                                                                 \
             for (int64_t oy = 0; oy < q->oh; oy++)                            \
                 for (int64_t ox = 0; ox < q->ow; ox++) {                      \
                     pl_window(q, oy, ox, &y0, &y1, &x0, &x1);                 \

@@ -334,6 +334,22 @@ static void tm__where_inner(char **ptrs, const int64_t *strides, int64_t n,
     _Alignas(64) char obuf[TM__EW_CHUNK * 8];
     int64_t es = (int64_t)tm_dtype_size(j->out_dt);
     bool out_direct = strides[0] == es;
+    /* F32 condition, F32 operands in place (b may be a broadcast scalar):
+     * one pass, no staging (the ReLU backward, where(y, g, 0)). */
+    if (out_direct && j->cond_dt == TM_F32 && strides[1] == 4 &&
+        j->out_dt == TM_F32 && j->a_dt == TM_F32 && j->b_dt == TM_F32 &&
+        strides[2] == 4 && (strides[3] == 4 || strides[3] == 0)) {
+        const float *c = (const float *)(const void *)ptrs[1];
+        const uint32_t *x = (const uint32_t *)(const void *)ptrs[2];
+        const uint32_t *y = (const uint32_t *)(const void *)ptrs[3];
+        uint32_t *z = (uint32_t *)(void *)ptrs[0];
+        int64_t sy = strides[3] / 4;
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t k = 0u - (uint32_t)(c[i] != 0.0f);
+            z[i] = (x[i] & k) | (y[i * sy] & ~k);
+        }
+        return;
+    }
     for (int64_t done = 0; done < n; done += TM__EW_CHUNK) {
         int64_t m = n - done < TM__EW_CHUNK ? n - done : TM__EW_CHUNK;
         const uint8_t *c = tm__as_contig(cbuf, TM_BOOL,

@@ -294,6 +294,16 @@ def test_indexing_ops_match_numpy(rng):
         t.masked_fill(F.tensor(mask), -1).numpy(), np.where(mask, -1, a))
     np.testing.assert_array_equal(
         F.where(F.tensor(mask), t, 0.0).numpy(), np.where(mask, a, 0))
+    # a float condition is read as != 0 (NaN true, -0.0 false), with a
+    # tensor or a broadcast scalar on the false side
+    c = np.array([0.0, -0.0, np.nan, 2.0, -1.0], np.float32)
+    va = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(
+        F.where(F.tensor(c), F.tensor(va), 0.0).numpy(),
+        np.where(c != 0, va, 0))
+    np.testing.assert_array_equal(
+        F.where(F.tensor(c), F.tensor(va), F.tensor(-va)).numpy(),
+        np.where(c != 0, va, -va))
     np.testing.assert_array_equal(t.clamp(-0.5, 0.5).numpy(),
                                   np.clip(a, -0.5, 0.5))
     np.testing.assert_array_equal(t.clamp(min=0).numpy(), np.maximum(a, 0))
