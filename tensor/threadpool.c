@@ -1,5 +1,13 @@
 /* threadpool.c — a small persistent pool: the caller plus N-1 workers run
- * the parts of one job at a time. */
+ * the parts of one job at a time.
+ *
+ * Training loops issue many small jobs back to back, so waking a sleeping
+ * worker (a futex and a context switch each time) used to cost more than
+ * some jobs themselves.  Workers therefore spin briefly (TM__SPIN pauses,
+ * tens of microseconds) on the job counter before sleeping on the condition
+ * variable, and the caller spins likewise before sleeping while it waits
+ * for the last part.  The decisions are still made under the lock; the
+ * spins only read atomics, to skip the sleep. */
 #include "tensor_impl.h"
 
 #include <pthread.h>
@@ -21,10 +29,21 @@ static pthread_cond_t tm__pool_idle = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t tm__pool_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t *tm__workers;
 static int tm__nworkers;
-static uint64_t tm__generation; /* bumped per job and on shutdown */
+/* bumped per job and on shutdown; written under tm__pool_lock */
+static _Atomic uint64_t tm__generation;
 static tm__job *tm__current;
-static int tm__active; /* workers holding a pointer to tm__current */
-static bool tm__stopping;
+static atomic_int tm__active; /* workers holding a pointer to tm__current */
+static atomic_bool tm__stopping;
+
+#define TM__SPIN 4000
+static inline void tm__relax(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_ia32_pause();
+#elif defined(__GNUC__) && defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 static _Atomic int tm__want_threads; /* 0: default not yet decided */
 static _Thread_local bool tm__in_pool;
 
@@ -69,10 +88,19 @@ static void *tm__worker_main(void *arg)
     uint64_t seen = 0;
     pthread_mutex_lock(&tm__pool_lock);
     for (;;) {
-        while (!tm__stopping && tm__generation == seen)
-            pthread_cond_wait(&tm__pool_wake, &tm__pool_lock);
-        if (tm__stopping) break;
-        seen = tm__generation;
+        if (!atomic_load(&tm__stopping) &&
+            atomic_load(&tm__generation) == seen) {
+            pthread_mutex_unlock(&tm__pool_lock); /* spin, then sleep */
+            for (int i = 0; i < TM__SPIN && !atomic_load(&tm__stopping) &&
+                            atomic_load(&tm__generation) == seen; i++)
+                tm__relax();
+            pthread_mutex_lock(&tm__pool_lock);
+            while (!atomic_load(&tm__stopping) &&
+                   atomic_load(&tm__generation) == seen)
+                pthread_cond_wait(&tm__pool_wake, &tm__pool_lock);
+        }
+        if (atomic_load(&tm__stopping)) break;
+        seen = atomic_load(&tm__generation);
         tm__job *job = tm__current;
         if (!job) continue;
         tm__active++;
@@ -90,14 +118,14 @@ static void *tm__worker_main(void *arg)
 static void tm__pool_stop(void)
 {
     pthread_mutex_lock(&tm__pool_lock);
-    tm__stopping = true;
+    atomic_store(&tm__stopping, true);
     pthread_cond_broadcast(&tm__pool_wake);
     pthread_mutex_unlock(&tm__pool_lock);
     for (int i = 0; i < tm__nworkers; i++) pthread_join(tm__workers[i], NULL);
     free(tm__workers); /* plain malloc: the pool is not tensor memory */
     tm__workers = NULL;
     tm__nworkers = 0;
-    tm__stopping = false;
+    atomic_store(&tm__stopping, false);
 }
 
 /* Starts workers so that workers + caller == want.  A failure to start a
@@ -149,7 +177,7 @@ void tm__parallel_parts(int nparts, tm__part_fn fn, void *ctx)
     atomic_init(&job.done, 0);
     pthread_mutex_lock(&tm__pool_lock);
     tm__current = &job;
-    tm__generation++;
+    atomic_fetch_add(&tm__generation, 1);
     pthread_cond_broadcast(&tm__pool_wake);
     pthread_mutex_unlock(&tm__pool_lock);
 
@@ -157,6 +185,9 @@ void tm__parallel_parts(int nparts, tm__part_fn fn, void *ctx)
     tm__run_parts(&job);
     tm__in_pool = false;
 
+    for (int i = 0; i < TM__SPIN && (atomic_load(&job.done) < nparts ||
+                                     atomic_load(&tm__active) > 0); i++)
+        tm__relax();
     pthread_mutex_lock(&tm__pool_lock);
     /* the job lives on this stack: wait until no worker can touch it */
     while (atomic_load(&job.done) < nparts || tm__active > 0)
