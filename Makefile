@@ -165,6 +165,10 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
 	$(B)/bench/bench_fused
 	$(MAKE) python
 	$(VENV)/bin/python bench/bench_overhead.py
+	$(VENV)/bin/python bench/bench_train.py
+	$(VENV)/bin/python -c 'import safetensors' 2>/dev/null && \
+	    $(VENV)/bin/python bench/bench_safetensors.py || \
+	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py).
 difftest: $(SHARED)

@@ -280,7 +280,7 @@ static void sync_dir(const char *path, char *buf)
 
 static tm_status write_file(const char *fn, const char *path,
                             const st_item *items, int n, const char *header,
-                            size_t header_len)
+                            size_t header_len, bool sync)
 {
     size_t plen = strlen(path);
     char *tmp = tm__alloc(plen + 48, fn);
@@ -314,7 +314,7 @@ static tm_status write_file(const char *fn, const char *path,
         }
         if (st) goto fail;
     }
-    if (fsync(fd) != 0) {
+    if (sync && fsync(fd) != 0) {
         st = io_error(fn, path, "fsync failed", errno);
         goto fail;
     }
@@ -329,7 +329,7 @@ static tm_status write_file(const char *fn, const char *path,
                       errno);
         goto fail;
     }
-    sync_dir(path, tmp);
+    if (sync) sync_dir(path, tmp);
     tm__dealloc(tmp);
     return TM_OK;
 fail:
@@ -346,6 +346,18 @@ tm_status tm_safetensors_save(const char *path, const char *const *names,
                               const char *const *meta_keys,
                               const char *const *meta_values, int nmeta)
 {
+    return tm_safetensors_save_ex(path, names, tensors, n, meta_keys,
+                                  meta_values, nmeta, 0);
+}
+
+tm_status tm_safetensors_save_ex(const char *path, const char *const *names,
+                                 tm_tensor *const *tensors, int n,
+                                 const char *const *meta_keys,
+                                 const char *const *meta_values, int nmeta,
+                                 unsigned flags)
+{
+    if (flags & ~(unsigned)TM_SAVE_NO_SYNC)
+        return TM_ERR(TM_EINVAL, "unknown flags 0x%x", flags);
     if (!path || !*path) return TM_ERR(TM_EINVAL, "path is NULL or empty");
     if (n < 0 || nmeta < 0)
         return TM_ERR(TM_EINVAL, "%s: negative count (n %d, nmeta %d)", path,
@@ -399,7 +411,8 @@ tm_status tm_safetensors_save(const char *path, const char *const *names,
     o.n = 0;
     write_header(&o, items, n, meta_keys, meta_values, nmeta);
     memset(header + 8 + len, ' ', padded - len);
-    st = write_file(__func__, path, items, n, header, 8 + padded);
+    st = write_file(__func__, path, items, n, header, 8 + padded,
+                    !(flags & TM_SAVE_NO_SYNC));
 done:
     tm__dealloc(header);
     tm__dealloc(items);

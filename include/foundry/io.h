@@ -135,6 +135,20 @@ tm_status tm_safetensors_save(const char *path, const char *const *names,
                               const char *const *meta_keys,
                               const char *const *meta_values, int nmeta);
 
+/* Flags of tm_safetensors_save_ex. */
+#define TM_SAVE_NO_SYNC 1u /* skip the fsync of the file and its directory */
+/* tm_safetensors_save with flags (0: the same as tm_safetensors_save).
+ * TM_SAVE_NO_SYNC leaves the data to the page cache, as the reference
+ * writer does: the temporary file and the rename still make the save
+ * atomic for readers and against the process dying, but not against power
+ * loss or an OS crash.  The fsync otherwise costs the time the disk needs
+ * to take the whole file (0.6 to 2.3 s per GB measured here). */
+tm_status tm_safetensors_save_ex(const char *path, const char *const *names,
+                                 tm_tensor *const *tensors, int n,
+                                 const char *const *meta_keys,
+                                 const char *const *meta_values, int nmeta,
+                                 unsigned flags);
+
 /* -------------------------------------------------- end of safetensors */
 
 /* -------------------------------------------------------------------- IDX

@@ -68,6 +68,15 @@ TEST(safetensors_save_matches_reference_bytes)
                                   (const char *[]){"framework"},
                                   (const char *[]){"pt"}, 1), TM_OK);
     check_file(p, "{\"__metadata__\":{\"framework\":\"pt\"}}", 40, NULL, 0);
+    /* without the fsync: the same bytes; unknown flags are refused */
+    CHECK_INT(tm_safetensors_save_ex(tt_path(p, dir, "nosync.st"),
+                                     (const char *[]){"attn.0"}, &a, 1, NULL,
+                                     NULL, 0, TM_SAVE_NO_SYNC), TM_OK);
+    check_file(p, "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],"
+               "\"data_offsets\":[0,24]}}", 64, v, 24);
+    CHECK_STATUS(tm_safetensors_save_ex(p, (const char *[]){"attn.0"}, &a, 1,
+                                        NULL, NULL, 0, 6u),
+                 TM_EINVAL, "unknown flags 0x6");
     tm_free(a);
     tm_free(b);
     tt_rmdir(dir);

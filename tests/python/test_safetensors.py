@@ -73,6 +73,11 @@ def test_our_files_load_there_and_are_byte_identical(tmp_path, rng):
     for k, a in ref.items():
         same_bits(back[k], a)
     assert ours.read_bytes() == theirs.read_bytes()
+    # the same bytes when not synced to disk
+    F.save_file({k: F.from_numpy(v) if v.ndim else F.tensor(v)
+                 for k, v in ref.items()}, ours, metadata={"a": "1"},
+                durable=False)
+    assert ours.read_bytes() == theirs.read_bytes()
     # without metadata too
     F.save_file({"x": F.ones(2)}, ours)
     st_np.save_file({"x": np.ones(2, np.float32)}, str(theirs))
