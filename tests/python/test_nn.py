@@ -56,12 +56,13 @@ def test_conv_and_pools(tch, rng):
     check_layer(nn.Conv2d(4, 6, (3, 2), dilation=2, groups=2, bias=False),
                 tch.nn.Conv2d(4, 6, (3, 2), dilation=2, groups=2,
                               bias=False), tch, x)
-    # images large enough that conv processes them in chunks of 2 and 1
-    # (16 * 3 * 3 * 64 * 96 im2col elements each, 2^21 per chunk;
-    # tensor/conv.c)
-    check_layer(nn.Conv2d(16, 4, 3, padding=1),
-                tch.nn.Conv2d(16, 4, 3, padding=1), tch,
-                rng.standard_normal((3, 16, 64, 96)))
+    # conv processes images in chunks of about 2^17 im2col elements
+    # (tensor/conv.c): 16*3*3*18*20 each gives chunks of 2 and 1, and
+    # 16*3*3*64*96 each one image per chunk
+    for shape in ((3, 16, 18, 20), (3, 16, 64, 96)):
+        check_layer(nn.Conv2d(16, 4, 3, padding=1),
+                    tch.nn.Conv2d(16, 4, 3, padding=1), tch,
+                    rng.standard_normal(shape))
     check_layer(nn.MaxPool2d(2), tch.nn.MaxPool2d(2), tch, x)
     check_layer(nn.MaxPool2d(3, 2, 1), tch.nn.MaxPool2d(3, 2, 1), tch, x)
     check_layer(nn.AvgPool2d(2, 1), tch.nn.AvgPool2d(2, 1), tch, x)
