@@ -108,9 +108,6 @@ class dtype:
     def __reduce__(self):
         return self.name
 
-    def to(self):  # pragma: no cover - helper for symmetry
-        return self
-
 
 float32 = dtype("float32", lib.TM_F32, "float32")
 float64 = dtype("float64", lib.TM_F64, "float64")

@@ -122,7 +122,6 @@ def _basic(t, items):
 
 
 def _broadcast(indices):
-    from ._ops import FUNCTIONS
     shape = np.broadcast_shapes(*[tuple(i.shape) for i in indices])
     return [i.to(_c.int64).broadcast_to(shape) for i in indices], shape
 

@@ -477,20 +477,13 @@ def as_strided(self, size, stride, storage_offset=None):
 _method("as_strided", as_strided)
 
 
-def _pieces(c_call, self, what):
-    cap = 64
-    while True:
-        out = ffi.new("tm_tensor *[]", cap)
-        n = c_call(out, cap)
-        if n >= 0:
-            return tuple(wrap(out[i]) for i in range(n))
-        if n < 0 and cap < (1 << 20) and lib.tm_last_status() == \
-                lib.TM_EINVAL and "max_out" in ffi.string(
-                    lib.tm_last_error()).decode():
-            lib.tm_clear_error()
-            cap *= 16
-            continue
+def _pieces(c_call, most):
+    """Runs a C splitter that writes at most `most` new references."""
+    out = ffi.new("tm_tensor *[]", max(most, 1))
+    n = c_call(out, max(most, 1))
+    if n < 0:
         raise error()
+    return tuple(wrap(out[i]) for i in range(n))
 
 
 def split(self, split_size_or_sections, dim=0):
@@ -498,16 +491,20 @@ def split(self, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes, n = int64_array(split_size_or_sections, "split sizes")
         return _pieces(lambda out, cap: lib.tm_split_sizes(
-            self._p, sizes, n, dim, out, cap), self, "split")
+            self._p, sizes, n, dim, out, cap), n)
     size = operator.index(split_size_or_sections)
+    length = self.size(dim)
+    most = -(-length // size) if size > 0 else 1  # ceil; C reports size < 1
     return _pieces(lambda out, cap: lib.tm_split(self._p, size, dim, out,
-                                                 cap), self, "split")
+                                                 cap), most)
 
 
 def chunk(self, chunks, dim=0):
     c, d = operator.index(chunks), operator.index(dim)
+    length = self.size(d)
+    most = c if length == 0 else min(c, length)  # never more than elements
     return _pieces(lambda out, cap: lib.tm_chunk(self._p, c, d, out, cap),
-                   self, "chunk")
+                   most)
 
 
 _method("split", split)

@@ -191,7 +191,7 @@ class Tensor:
         from ._create import tensor
         t = tensor([] if data is None else data, dtype=dtype,
                    requires_grad=requires_grad)
-        self._p, t._p = t._p, lib.tm_retain(t._p)
+        self._p = lib.tm_retain(t._p)  # t drops its own reference
 
     def __del__(self, _free=lib.tm_free):
         try:
