@@ -5,8 +5,9 @@
  * Module manuals: foundry/base.h (errors, logging, memory, threads),
  * foundry/tensor.h (tensors and views), foundry/random.h (RNG),
  * foundry/ops.h (math), foundry/autograd.h (gradients), foundry/nn.h
- * (parameters, initialisers, layers),
- * foundry/backend.h (device backends).
+ * (parameters, initialisers, layers), foundry/nn_functional.h (losses,
+ * conv, pooling), foundry/optim.h (optimizers, schedules, clipping),
+ * foundry/io.h (safetensors, IDX), foundry/backend.h (device backends).
  */
 #ifndef FOUNDRY_H
 #define FOUNDRY_H
