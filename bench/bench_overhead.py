@@ -36,27 +36,13 @@ def per_call(fn):
     return best * 1e6
 
 
-def foundry_cases():
-    import foundry as F
-    F.set_num_threads(1)
-    F.manual_seed(0)
-    a, b = F.ones(1), F.ones(1)
-    x, w = F.randn(1, 64), F.randn(64, 64)
-    lin = F.nn.Linear(64, 64)
-
-    def step():
-        lin(x).sum().backward()
-        lin.weight.grad = None
-        lin.bias.grad = None
-    return {"add": lambda: a + b, "matmul": lambda: x @ w, "linear": step}
-
-
-def torch_cases():
-    import torch
-    torch.set_num_threads(1)
-    a, b = torch.ones(1), torch.ones(1)
-    x, w = torch.randn(1, 64), torch.randn(64, 64)
-    lin = torch.nn.Linear(64, 64)
+def cases(lib):
+    """The three calls, for `lib` (foundry or torch: the same API here)."""
+    lib.set_num_threads(1)
+    lib.manual_seed(0)
+    a, b = lib.ones(1), lib.ones(1)
+    x, w = lib.randn(1, 64), lib.randn(64, 64)
+    lin = lib.nn.Linear(64, 64)
 
     def step():
         lin(x).sum().backward()
@@ -66,9 +52,11 @@ def torch_cases():
 
 
 def main():
-    fc = foundry_cases()
+    import foundry
+    fc = cases(foundry)
     try:
-        tc = torch_cases()
+        import torch
+        tc = cases(torch)
     except ImportError:
         tc = {}
     rows = []

@@ -19,11 +19,9 @@ Writes bench/results/train.json.
 import argparse
 import json
 import os
-import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "examples", "python"))
 
 
 def window(step, seconds):
@@ -46,52 +44,31 @@ def steps_per_second(steps, seconds, rounds=5):
     return best
 
 
-def foundry_step(kind, batch):
-    import foundry as F
-    from fashion_mnist import CNN, MLP
-    F.manual_seed(0)
-    model = MLP() if kind == "mlp" else CNN()
-    opt = F.optim.Adam(model.parameters(), lr=1e-3)
-    x = F.randn(batch, 28, 28)
-    y = F.randint(0, 10, (batch,))
-
-    def step():
-        loss = F.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return step
-
-
-def torch_step(kind, batch):
-    import torch
-    from torch import nn
-    torch.manual_seed(0)
+def model(lib, kind):
+    """The example's models (examples/python/fashion_mnist.py), written once
+    with the nn API that foundry and torch share."""
+    nn = lib.nn
     if kind == "mlp":
-        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
-                              nn.Linear(256, 128), nn.ReLU(),
-                              nn.Linear(128, 10))
-    else:
-        class CNN(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
-                self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
-                self.fc1 = nn.Linear(32 * 7 * 7, 128)
-                self.fc2 = nn.Linear(128, 10)
-                self.pool = nn.MaxPool2d(2)
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                             nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, 10))
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(32 * 7 * 7, 128), nn.ReLU(),
+                         nn.Linear(128, 10))
 
-            def forward(self, x):
-                x = self.pool(self.conv1(x.unsqueeze(1)).relu())
-                x = self.pool(self.conv2(x).relu())
-                return self.fc2(self.fc1(x.flatten(1)).relu())
-        model = CNN()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = torch.randn(batch, 28, 28)
-    y = torch.randint(0, 10, (batch,))
+
+def make_step(lib, kind, batch):
+    """One training step of `kind` in `lib` (foundry or torch)."""
+    lib.manual_seed(0)
+    m = model(lib, kind)
+    opt = lib.optim.Adam(m.parameters(), lr=1e-3)
+    x = lib.randn(batch, 1, 28, 28)
+    y = lib.randint(0, 10, (batch,))
 
     def step():
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = lib.nn.functional.cross_entropy(m(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -114,9 +91,9 @@ def main():
     print(f"{args.threads} threads; steps/s")
     print(f"{'model':6} {'batch':>5} {'foundry':>9} {'torch':>9} {'ratio':>6}")
     for kind, batch in (("mlp", 64), ("mlp", 256), ("cnn", 64)):
-        steps = [foundry_step(kind, batch)]
+        steps = [make_step(F, kind, batch)]
         if torch:
-            steps.append(torch_step(kind, batch))
+            steps.append(make_step(torch, kind, batch))
         rates = steps_per_second(steps, args.seconds)
         f, t = rates[0], rates[1] if torch else None
         r = f / t if t else None
