@@ -15,37 +15,32 @@ class FoundryError(RuntimeError):
     status = "TM_EUNKNOWN"
 
 
-def _error_class(builtin, status):
-    name = "Foundry" + builtin.__name__
-    return type(name, (FoundryError, builtin), {"status": status,
-                                                "__module__": "foundry"})
+def _error_class(status, builtin, name=None):
+    """The exception class of a C status: a FoundryError that is also
+    `builtin` (when given); its .status is the C name ("TM_ESHAPE")."""
+    bases = (FoundryError, builtin) if builtin else (FoundryError,)
+    name = name or "Foundry" + builtin.__name__
+    return type(name, bases, {
+        "status": ffi.string(lib.tm_status_name(status)).decode(),
+        "__module__": "foundry"})
 
 
 # Every C status maps to one class that is both a FoundryError and the
-# builtin exception a Python user would expect for it.
-_ERRORS = {
-    lib.TM_EINVAL: _error_class(ValueError, "TM_EINVAL"),
-    lib.TM_ESHAPE: _error_class(ValueError, "TM_ESHAPE"),
-    lib.TM_EDTYPE: _error_class(TypeError, "TM_EDTYPE"),
-    lib.TM_ENOMEM: _error_class(MemoryError, "TM_ENOMEM"),
-    lib.TM_ERANGE: _error_class(IndexError, "TM_ERANGE"),
-    lib.TM_EOVERFLOW: _error_class(ValueError, "TM_EOVERFLOW"),
-    lib.TM_EIO: _error_class(OSError, "TM_EIO"),
-    lib.TM_EFORMAT: _error_class(ValueError, "TM_EFORMAT"),
-    lib.TM_EUNSUPPORTED: _error_class(NotImplementedError, "TM_EUNSUPPORTED"),
-}
-
-
-def _estate():
-    cls = type("FoundryStateError", (FoundryError,),
-               {"status": "TM_ESTATE", "__module__": "foundry"})
-    return cls
-
-
-_ERRORS[lib.TM_ESTATE] = _estate()
-_ERRORS[lib.TM_EDEVICE] = type("FoundryDeviceError", (FoundryError,),
-                               {"status": "TM_EDEVICE",
-                                "__module__": "foundry"})
+# builtin exception a Python user would expect for it (states and devices
+# have no builtin counterpart: plain FoundryErrors).
+_ERRORS = {s: _error_class(s, *how) for s, how in {
+    lib.TM_EINVAL: (ValueError,),
+    lib.TM_ESHAPE: (ValueError,),
+    lib.TM_EDTYPE: (TypeError,),
+    lib.TM_ENOMEM: (MemoryError,),
+    lib.TM_ERANGE: (IndexError,),
+    lib.TM_EOVERFLOW: (ValueError,),
+    lib.TM_EIO: (OSError,),
+    lib.TM_EFORMAT: (ValueError,),
+    lib.TM_EUNSUPPORTED: (NotImplementedError,),
+    lib.TM_ESTATE: (None, "FoundryStateError"),
+    lib.TM_EDEVICE: (None, "FoundryDeviceError"),
+}.items()}
 
 
 def error():
