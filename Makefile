@@ -59,7 +59,10 @@ endif
 ALLCFLAGS := $(BASEFLAGS) $(CFLAGS) -ffp-contract=off
 LDLIBS := -lpthread -lm
 
-LIB_SRC := $(wildcard tensor/*.c tensor/cpu/*.c nn/*.c optim/*.c io/*.c)
+# Every library source: the front-end modules and the CPU backend.
+LIB_DIRS := tensor/runtime tensor/core tensor/ops tensor/autograd \
+            nn nn/functional optim io cpu cpu/gemm cpu/vmath cpu/optim
+LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
@@ -72,7 +75,7 @@ SHARED := $(LIBDIR)/libfoundry.so
 all: $(STATIC) $(SHARED)
 
 # SIMD kernel files are compiled for their instruction set; the library
-# picks one at run time (tensor/cpu/cpu_features.c), so the rest of the code
+# picks one at run time (cpu/cpu_features.c), so the rest of the code
 # stays baseline and one binary runs on any CPU of its architecture.  Files
 # for another architecture compile to nothing (#if guards inside).
 TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)

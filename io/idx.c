@@ -5,7 +5,7 @@
  */
 #include "foundry/io.h"
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 #include "inflate.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  */
 #include "inflate.h"
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 
 #include <pthread.h>
 #include <string.h>

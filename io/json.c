@@ -6,7 +6,7 @@
  */
 #include "json.h"
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #ifndef FOUNDRY_IO_SAFETENSORS_IMPL_H
 #define FOUNDRY_IO_SAFETENSORS_IMPL_H
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 #include "json.h"
 
 /* The reference reader's limit on the header length. */

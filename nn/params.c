@@ -7,7 +7,7 @@
  */
 #include "foundry/nn.h"
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 
 #include <string.h>
 

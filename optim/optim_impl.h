@@ -6,7 +6,7 @@
 
 #include "foundry/optim.h"
 
-#include "../tensor/tensor_impl.h"
+#include "../tensor/core/tensor_impl.h"
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
  * library ops record themselves): scale(x, c) = c * x and plus(a, b). */
 #include "harness.h"
 
-#include "../../tensor/autograd_impl.h"
+#include "../../tensor/autograd/autograd_impl.h"
 
 static tm_status scale_backward(tm__node *n, const tm_tensor *g,
                                 tm_tensor **gin)

@@ -2,7 +2,7 @@
  * fault injection, the thread pool and the backend registry. */
 #include "harness.h"
 
-#include "../../tensor/tensor_impl.h"
+#include "../../tensor/core/tensor_impl.h"
 
 TEST(status_strings_and_names)
 {

@@ -2,7 +2,7 @@
  * plus bit-level F16/BF16 properties. */
 #include "refcase.h"
 
-#include "../../tensor/tensor_impl.h"
+#include "../../tensor/core/tensor_impl.h"
 
 static tm_status convert_dispatch(const tt_refcase *c, tm_tensor **got,
                                   int *ngot)

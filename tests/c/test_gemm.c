@@ -12,7 +12,7 @@
  * reference (in double, over the same values) only differs by rounding. */
 #include "harness.h"
 
-#include "../../tensor/cpu/cpu_features.h"
+#include "../../cpu/cpu_features.h"
 
 #include <math.h>
 #include <stdlib.h>

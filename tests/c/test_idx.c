@@ -9,7 +9,7 @@
 #include "tmpfiles.h"
 
 #include "../../io/inflate.h"
-#include "../../tensor/tensor_impl.h"
+#include "../../tensor/core/tensor_impl.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * in-place behaviour and thread-count independence. */
 #include "refcase.h"
 
-#include "../../tensor/tensor_impl.h" /* storage version counter */
+#include "../../tensor/core/tensor_impl.h" /* storage version counter */
 
 static tm_status index_dispatch(const tt_refcase *c, tm_tensor **got,
                                 int *ngot)

@@ -7,7 +7,7 @@
  */
 #include "refcase.h"
 
-#include "../../tensor/cpu/cpu_features.h"
+#include "../../cpu/cpu_features.h"
 
 /* Sets p's gradient to exactly G: backward of sum(p * G) (1 * G is
  * exact). */

@@ -6,7 +6,7 @@
  */
 #include "harness.h"
 
-#include "../../tensor/cpu/cpu_features.h"
+#include "../../cpu/cpu_features.h"
 
 /* p's gradient := a * (p - 0.5) + 0.01 p^2, elementwise (any float
  * dtype), through backward of sum(p * G). */

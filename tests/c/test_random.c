@@ -4,8 +4,8 @@
  * messages, and the accuracy of the generator's own log and sincos. */
 #include "harness.h"
 #include "refcase.h"
-#include "../../tensor/tensor_impl.h"
-#include "../../tensor/random_impl.h"
+#include "../../tensor/core/tensor_impl.h"
+#include "../../tensor/core/random_impl.h"
 
 #include <float.h>
 #include <stdlib.h>

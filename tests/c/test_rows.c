@@ -3,7 +3,7 @@
  * kernel family and on 1 and 3 threads, error messages, and bitwise
  * thread-count invariance on a large input. */
 #include "refcase.h"
-#include "../../tensor/cpu/cpu_features.h"
+#include "../../cpu/cpu_features.h"
 
 #include <string.h>
 

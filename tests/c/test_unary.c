@@ -5,7 +5,7 @@
 #include "refcase.h"
 
 /* White-box: the storage version counter that in-place ops must bump. */
-#include "../../tensor/tensor_impl.h"
+#include "../../tensor/core/tensor_impl.h"
 
 #include <stdint.h>
 

@@ -6,8 +6,8 @@
  * in-place calls give the same bits as full vectors; families agree.
  * TM_VMATH_VERBOSE=1 prints the measured maxima. */
 #include "harness.h"
-#include "../../tensor/cpu/cpu_features.h"
-#include "../../tensor/cpu/vmath.h"
+#include "../../cpu/cpu_features.h"
+#include "../../cpu/vmath/vmath.h"
 
 #include <float.h>
 #include <math.h>

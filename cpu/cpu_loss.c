@@ -1,0 +1,237 @@
+/*
+ * cpu_loss.c — row loops of cross entropy and nll_loss (see cpu_loss.h).
+ *
+ * F64 rows use the plain loops (exp in double).  F32 rows run exp through
+ * the vectorized tm__vexp_f32 block by block (so a block stays in L1),
+ * with sums in double: forward reads each row twice (max, exp-sum) plus
+ * once more only when label smoothing or probability targets need
+ * sum(q x); backward writes each gradient row once.
+ */
+#include "cpu_loss.h"
+
+#include "../tensor/core/tensor_impl.h"
+#include "vmath/vmath.h"
+
+#include <math.h>
+
+#define LOSS_GRAIN 32768 /* elements per thread-pool task */
+#define LOSS_BLOCK 256   /* floats per exp block (1 KiB, stays in L1) */
+
+typedef tm__loss_rows rows_ctx;
+
+/* q_j of row r: (1 - eps) y_j + eps / C, y the one-hot or probability
+ * target (T: the element type of prob). */
+#define Q_AT(T, rc, r, j)                                                     \
+    ((rc)->kind == TM__LOSS_CE_PROB                                           \
+         ? (1.0 - (rc)->eps) * (double)((const T *)(rc)->prob)[(r) * c + (j)] \
+               + (rc)->eps / (double)c                                        \
+     : (j) == (rc)->tgt[r] ? 1.0 - (rc)->eps + (rc)->eps / (double)c          \
+                           : (rc)->eps / (double)c)
+
+static bool ignored(const rows_ctx *rc, int64_t r)
+{
+    return rc->kind != TM__LOSS_CE_PROB && rc->tgt[r] == rc->ignore;
+}
+
+/* sum(q) and sum(q x) of row r (q == 0 entries skipped, so a -inf logit
+ * with zero target weight does not give NaN). */
+#define Q_SUMS(T, rc, r, xr, qs, qx)                                          \
+    do {                                                                      \
+        if ((rc)->kind == TM__LOSS_CE_INDEX && (rc)->eps == 0.0) {            \
+            qs = 1.0;                                                         \
+            qx = (double)(xr)[(rc)->tgt[r]];                                  \
+            break;                                                            \
+        }                                                                     \
+        qs = 0.0;                                                             \
+        qx = 0.0;                                                             \
+        for (int64_t j = 0; j < c; j++) {                                     \
+            double q = Q_AT(T, rc, r, j);                                     \
+            if (q != 0.0) {                                                   \
+                qs += q;                                                      \
+                qx += q * (double)(xr)[j];                                    \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
+
+/* ---------------------------------------------------------------- F64 */
+
+static void fwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
+{
+    int64_t c = rc->c;
+    for (int64_t r = begin; r < end; r++) {
+        const double *xr = (const double *)rc->x + r * c;
+        if (ignored(rc, r)) {
+            rc->loss[r] = 0.0;
+            continue;
+        }
+        if (rc->kind == TM__LOSS_NLL) {
+            rc->loss[r] = -xr[rc->tgt[r]];
+            continue;
+        }
+        double mx = -INFINITY, se = 0.0, qs, qx;
+        bool nan = false;
+        for (int64_t j = 0; j < c; j++) {
+            if (xr[j] > mx) mx = xr[j];
+            if (isnan(xr[j])) nan = true;
+        }
+        /* NaN or +inf in the row, or only -inf: NaN, as log_softmax */
+        bool bad = nan || !isfinite(mx);
+        for (int64_t j = 0; j < c && !bad; j++) se += exp(xr[j] - mx);
+        double l = bad ? NAN : mx + log(se);
+        Q_SUMS(double, rc, r, xr, qs, qx);
+        rc->lse[r] = l;
+        rc->loss[r] = l * qs - qx;
+    }
+}
+
+static void bwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
+{
+    int64_t c = rc->c;
+    for (int64_t r = begin; r < end; r++) {
+        const double *xr = (const double *)rc->x + r * c;
+        double *gx = rc->gx ? (double *)rc->gx + r * c : NULL;
+        double *gy = rc->gy ? (double *)rc->gy + r * c : NULL;
+        double s = rc->s[r];
+        bool ign = ignored(rc, r);
+        if (ign || rc->kind == TM__LOSS_NLL) {
+            if (!gx) continue;
+            for (int64_t j = 0; j < c; j++) gx[j] = 0.0;
+            if (!ign) gx[rc->tgt[r]] = -s;
+            continue;
+        }
+        double l = rc->lse[r], qs = 0.0;
+        for (int64_t j = 0; j < c; j++) qs += Q_AT(double, rc, r, j);
+        for (int64_t j = 0; j < c; j++) {
+            if (gx) gx[j] = (exp(xr[j] - l) * qs - Q_AT(double, rc, r, j)) * s;
+            if (gy) gy[j] = (1.0 - rc->eps) * (l - xr[j]) * s;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- F32 */
+
+/* Sum of k floats in 8 interleaved lanes (vectorizable, and the same
+ * order on every call). */
+static double block_sum(const float *v, int64_t k)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int u = 0; u < 8; u++) acc[u] += v[i + u];
+    double s = 0.0;
+    for (int u = 0; u < 8; u++) s += acc[u];
+    for (; i < k; i++) s += v[i];
+    return s;
+}
+
+static void fwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
+{
+    int64_t c = rc->c;
+    float buf[LOSS_BLOCK];
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = (const float *)rc->x + r * c;
+        if (ignored(rc, r)) {
+            rc->loss[r] = 0.0;
+            continue;
+        }
+        if (rc->kind == TM__LOSS_NLL) {
+            rc->loss[r] = -(double)xr[rc->tgt[r]];
+            continue;
+        }
+        float mx = -INFINITY;
+        bool nan = false;
+        for (int64_t j = 0; j < c; j++) {
+            mx = xr[j] > mx ? xr[j] : mx;
+            nan |= xr[j] != xr[j];
+        }
+        bool bad = nan || !isfinite(mx);
+        double se = 0.0, qs, qx;
+        for (int64_t b = 0; b < c && !bad; b += LOSS_BLOCK) {
+            int64_t k = c - b < LOSS_BLOCK ? c - b : LOSS_BLOCK;
+            for (int64_t i = 0; i < k; i++) buf[i] = xr[b + i] - mx;
+            tm__vexp_f32(k, buf, buf);
+            se += block_sum(buf, k);
+        }
+        double l = bad ? NAN : (double)mx + log(se);
+        Q_SUMS(float, rc, r, xr, qs, qx);
+        rc->lse[r] = l;
+        rc->loss[r] = l * qs - qx;
+    }
+}
+
+static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
+{
+    int64_t c = rc->c;
+    float buf[LOSS_BLOCK];
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = (const float *)rc->x + r * c;
+        float *gx = rc->gx ? (float *)rc->gx + r * c : NULL;
+        float *gy = rc->gy ? (float *)rc->gy + r * c : NULL;
+        double s = rc->s[r];
+        bool ign = ignored(rc, r);
+        if (ign || rc->kind == TM__LOSS_NLL) {
+            if (!gx) continue;
+            for (int64_t j = 0; j < c; j++) gx[j] = 0.0f;
+            if (!ign) gx[rc->tgt[r]] = (float)-s;
+            continue;
+        }
+        double l = rc->lse[r], qs;
+        float lf = (float)l;
+        if (rc->kind == TM__LOSS_CE_INDEX) {
+            qs = 1.0;
+        } else {
+            qs = 0.0;
+            for (int64_t j = 0; j < c; j++) qs += Q_AT(float, rc, r, j);
+        }
+        if (gx) {
+            float ps = (float)(qs * s);
+            for (int64_t b = 0; b < c; b += LOSS_BLOCK) {
+                int64_t k = c - b < LOSS_BLOCK ? c - b : LOSS_BLOCK;
+                for (int64_t i = 0; i < k; i++) buf[i] = xr[b + i] - lf;
+                tm__vexp_f32(k, buf, buf);
+                if (rc->kind == TM__LOSS_CE_INDEX) {
+                    float es = (float)(rc->eps / (double)c * s);
+                    for (int64_t i = 0; i < k; i++)
+                        gx[b + i] = buf[i] * ps - es;
+                } else {
+                    for (int64_t i = 0; i < k; i++)
+                        gx[b + i] = buf[i] * ps -
+                                    (float)(Q_AT(float, rc, r, b + i) * s);
+                }
+            }
+            if (rc->kind == TM__LOSS_CE_INDEX)
+                gx[rc->tgt[r]] -= (float)((1.0 - rc->eps) * s);
+        }
+        if (gy) {
+            for (int64_t j = 0; j < c; j++)
+                gy[j] = (float)((1.0 - rc->eps) * (l - (double)xr[j]) * s);
+        }
+    }
+}
+
+/* --------------------------------------------------------------- driver */
+
+static void fwd_range(int64_t begin, int64_t end, void *ctx)
+{
+    const rows_ctx *rc = ctx;
+    if (rc->f64)
+        fwd_f64(rc, begin, end);
+    else
+        fwd_f32(rc, begin, end);
+}
+
+static void bwd_range(int64_t begin, int64_t end, void *ctx)
+{
+    const rows_ctx *rc = ctx;
+    if (rc->f64)
+        bwd_f64(rc, begin, end);
+    else
+        bwd_f32(rc, begin, end);
+}
+
+void tm__loss_rows_run(tm__loss_rows *rc, bool forward)
+{
+    int64_t grain = rc->c > 0 ? LOSS_GRAIN / rc->c : LOSS_GRAIN;
+    tm__parallel_for(rc->m, grain > 0 ? grain : 1,
+                     forward ? fwd_range : bwd_range, rc);
+}

@@ -1,0 +1,221 @@
+/* copy.c — copies, dtype conversion, device transfer, element access. */
+#include "../autograd/grad_shape.h"
+
+#include <string.h>
+
+/* dst = src (broadcast), through the backend; src may be any dtype. */
+static tm_status tm__copy_into(const char *fn, tm_tensor *dst,
+                               const tm_tensor *src)
+{
+    const tm_backend *be = tm__backend(dst, fn);
+    if (!be) return tm_last_status();
+    tm_buf d = tm__buf(dst);
+    tm_buf s = tm__buf_bcast(src, dst->shape, dst->ndim);
+    return be->copy(&d, &s);
+}
+
+/* A contiguous copy of t as dt, recorded as `name` (its backward converts
+ * the gradient back to t's dtype). */
+static tm_tensor *tm__copy_as(const char *fn, const tm_tensor *t, tm_dtype dt,
+                              const char *name)
+{
+    tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, dt,
+                                  t->storage->device);
+    if (o && tm__copy_into(fn, o, t)) {
+        tm_free(o);
+        return NULL;
+    }
+    return tm__ag_record1(o, t, name, tm__gb_to_dtype, NULL, 0);
+}
+
+tm_tensor *tm_to_dtype(const tm_tensor *t, tm_dtype dt)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__copy_as(__func__, t, dt, "ToCopyBackward");
+}
+
+tm_tensor *tm_contiguous(const tm_tensor *t)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm_is_contiguous(t)) return tm_retain((tm_tensor *)t);
+    return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
+}
+
+tm_tensor *tm_clone(const tm_tensor *t)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
+}
+
+tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    tm_device from = t->storage->device;
+    if (from == dev) return tm_retain((tm_tensor *)t);
+    const tm_backend *bs = tm_backend_get(from), *bd = tm_backend_get(dev);
+    if (!bs || !bd) return NULL;
+    bool prev = tm_no_grad_begin(); /* the copy is part of this node */
+    tm_tensor *c = tm_contiguous(t);
+    tm_no_grad_end(prev);
+    if (!c) return NULL;
+    tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype, dev);
+    if (!o) {
+        tm_free(c);
+        return NULL;
+    }
+    size_t n = tm_nbytes(c);
+    tm_status st;
+    if (from == TM_CPU) st = bd->to_device(tm_data(o), tm_data(c), n);
+    else if (dev == TM_CPU) st = bs->to_host(tm_data(o), tm_data(c), n);
+    else
+        st = TM_ERR(TM_EUNSUPPORTED, "copy from %s to %s: go through the CPU",
+                    tm_device_name(from), tm_device_name(dev));
+    tm_free(c);
+    if (st) {
+        tm_free(o);
+        return NULL;
+    }
+    return tm__ag_record1(o, t, "ToCopyBackward", tm__gb_to_device,
+                          (int64_t[]){from}, 1);
+}
+
+tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)
+{
+    if (tm__check_tensor(__func__, dst, "dst") ||
+        tm__check_tensor(__func__, src, "src"))
+        return tm_last_status();
+    const tm_tensor *ts[2] = {dst, src};
+    if (tm__check_same_device(__func__, ts, 2)) return tm_last_status();
+    int64_t out[TM_MAX_DIMS];
+    int nd;
+    if (tm_broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, out,
+                            &nd) ||
+        nd != dst->ndim || memcmp(out, dst->shape, sizeof(int64_t) * nd)) {
+        char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
+        return TM_ERR(TM_ESHAPE, "src shape %s does not broadcast to dst %s",
+                      tm__fmt_shape(src->shape, src->ndim, a, sizeof a),
+                      tm__fmt_shape(dst->shape, dst->ndim, b, sizeof b));
+    }
+    if (tm__check_writable(__func__, dst)) return tm_last_status();
+    tm_status st;
+    if (tm__may_overlap(dst, src)) {
+        tm_tensor *tmp = tm_clone(src);
+        if (!tmp) return tm_last_status();
+        st = tm__copy_into(__func__, dst, tmp);
+        tm_free(tmp);
+    } else {
+        st = tm__copy_into(__func__, dst, src);
+    }
+    if (!st) tm__bump_version(dst);
+    return st;
+}
+
+tm_status tm_fill_(tm_tensor *dst, double value)
+{
+    if (tm__check_tensor(__func__, dst, "dst") ||
+        tm__check_writable(__func__, dst))
+        return tm_last_status();
+    const tm_backend *be = tm__backend(dst, __func__);
+    if (!be) return tm_last_status();
+    tm_buf d = tm__buf(dst);
+    tm_status st = be->fill(&d, value);
+    if (!st) tm__bump_version(dst);
+    return st;
+}
+
+tm_status tm_copy_to_buffer(const tm_tensor *t, void *dst, size_t size,
+                            tm_dtype dt)
+{
+    if (tm__check_tensor(__func__, t, "tensor")) return tm_last_status();
+    if (!tm_dtype_is_valid(dt))
+        return TM_ERR(TM_EDTYPE, "dtype %d is not a dense dtype", (int)dt);
+    size_t need = (size_t)tm_numel(t) * tm_dtype_size(dt);
+    if (size < need)
+        return TM_ERR(TM_EINVAL, "buffer of %zu bytes is smaller than the "
+                      "%zu bytes needed", size, need);
+    if (need == 0) return TM_OK;
+    if (!dst) return TM_ERR(TM_EINVAL, "dst is NULL");
+    tm_tensor *host = tm_to(t, TM_CPU);
+    if (!host) return tm_last_status();
+    tm_tensor *out = tm_wrap(dst, host->shape, NULL, host->ndim, dt, NULL,
+                             NULL);
+    tm_status st = out ? tm__copy_into(__func__, out, host) : tm_last_status();
+    tm_free(out);
+    tm_free(host);
+    return st;
+}
+
+/* Address of element idx of a CPU tensor, after range checks. */
+static char *tm__elem(const char *fn, const tm_tensor *t, const int64_t *idx)
+{
+    if (tm__check_tensor(fn, t, "tensor")) return NULL;
+    if (t->storage->device != TM_CPU) {
+        tm__errf(TM_EDEVICE, fn, "tensor is on %s; copy it to the CPU first",
+                 tm_device_name(t->storage->device));
+        return NULL;
+    }
+    if (t->ndim > 0 && !idx) {
+        tm__errf(TM_EINVAL, fn, "idx is NULL");
+        return NULL;
+    }
+    int64_t off = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t k = idx[i];
+        if (k < -t->shape[i] || k >= t->shape[i]) {
+            tm__errf(TM_ERANGE, fn,
+                     "index %lld is out of range for dim %d of size %lld",
+                     (long long)k, i, (long long)t->shape[i]);
+            return NULL;
+        }
+        if (k < 0) k += t->shape[i];
+        off += k * t->strides[i];
+    }
+    return (char *)t->storage->data + off * (int64_t)tm_dtype_size(t->dtype);
+}
+
+tm_status tm_get(const tm_tensor *t, const int64_t *idx, double *out)
+{
+    char *p = tm__elem(__func__, t, idx);
+    if (!p) return tm_last_status();
+    if (!out) return TM_ERR(TM_EINVAL, "out is NULL");
+    *out = tm__load_f64(p, t->dtype);
+    return TM_OK;
+}
+
+tm_status tm_set(tm_tensor *t, const int64_t *idx, double value)
+{
+    char *p = tm__elem(__func__, t, idx);
+    if (!p) return tm_last_status();
+    if (tm__check_writable(__func__, t)) return tm_last_status();
+    tm__store_f64(p, t->dtype, value);
+    tm__bump_version(t);
+    return TM_OK;
+}
+
+/* The single element of t, copied to the CPU as `dt` into out. */
+static tm_status tm__item(const char *fn, const tm_tensor *t, void *out,
+                          tm_dtype dt)
+{
+    if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
+    if (!out) return tm__errf(TM_EINVAL, fn, "out is NULL");
+    if (tm_numel(t) != 1) {
+        char s[TM_SHAPE_BUF];
+        return tm__errf(TM_ESHAPE, fn,
+                        "tensor of shape %s has %lld elements, not 1",
+                        tm__fmt_shape(t->shape, t->ndim, s, sizeof s),
+                        (long long)tm_numel(t));
+    }
+    tm_status st = tm_copy_to_buffer(t, out, tm_dtype_size(dt), dt);
+    if (st) tm__errf(st, fn, "%s", tm_last_error());
+    return st;
+}
+
+tm_status tm_item(const tm_tensor *t, double *out)
+{
+    return tm__item(__func__, t, out, TM_F64);
+}
+
+tm_status tm_item_i64(const tm_tensor *t, int64_t *out)
+{
+    return tm__item(__func__, t, out, TM_I64);
+}
