@@ -30,37 +30,117 @@
 extern "C" {
 #endif
 
-/* ----------------------------------------------------------- op families
- * Shared with backends (foundry/backend.h).  Values only ever appended. */
+/* ------------------------------------------------------------- op tables
+ * Each op family is declared once, here, one row per op; the enums below,
+ * the library's name tables, result-dtype rules and autograd node names
+ * are all generated from these rows, so they cannot disagree.  Rows are in
+ * enum order and only ever appended (values are part of the ABI shared
+ * with backends, foundry/backend.h).  Columns:
+ *   X(ENUM, name, class, dtype, grad)
+ *   ENUM   the enum value's suffix (TM_OP_<ENUM>, TM_RED_<ENUM>);
+ *   name   the op's name in messages and in Python;
+ *   class  FLOAT  floating-point maths (integer inputs compute in F32),
+ *          INT    defined on integers too, computed exactly there,
+ *          PRED   a predicate: the result is BOOL;
+ *   dtype  the result dtype for an input of dtype dt (binary ops: for the
+ *          promoted dtype of both operands, tm_promote_types):
+ *          SAME       dt,
+ *          FLOAT      dt if a float dtype, else F32,
+ *          BOOL       BOOL,
+ *          NO_BOOL    dt, and a BOOL input is an error (TM_EDTYPE),
+ *          BOOL_I64   dt, but BOOL gives I64,
+ *          INT_I64    dt if a float dtype, else I64,
+ *          BOUNDS     clamp: see tm_clamp;
+ *   grad   the autograd node's name (tm_grad_fn_name), or NULL for an op
+ *          without a gradient (its result is BOOL).
+ * Parameters (p0, p1 of the backend's unary entry; tm_reduce's p):
+ * leaky_relu p0 = slope; softplus p0 = beta, p1 = threshold; clamp p0 =
+ * min, p1 = max (NaN: no bound); var and std p = correction; norm p = the
+ * order.  gelu is the erf form, gelu_tanh the tanh approximation. */
 
-typedef enum tm_binary_op {
-    TM_OP_ADD = 0, TM_OP_SUB, TM_OP_MUL, TM_OP_DIV, TM_OP_POW,
-    TM_OP_MAXIMUM, TM_OP_MINIMUM,
-    TM_OP_EQ, TM_OP_NE, TM_OP_LT, TM_OP_LE, TM_OP_GT, TM_OP_GE,
-    TM_OP_LOGICAL_AND, TM_OP_LOGICAL_OR, TM_OP_LOGICAL_XOR,
-    TM_OP_FLOOR_DIVIDE, TM_OP_REMAINDER,
-    TM_BINARY_OP_COUNT
-} tm_binary_op;
+#define TM_UNARY_OPS(X)                                                       \
+    X(NEG,         "neg",         INT,   NO_BOOL,  "NegBackward")             \
+    X(ABS,         "abs",         INT,   SAME,     "AbsBackward")             \
+    X(SIGN,        "sign",        INT,   SAME,     "SignBackward")            \
+    X(EXP,         "exp",         FLOAT, FLOAT,    "ExpBackward")             \
+    X(LOG,         "log",         FLOAT, FLOAT,    "LogBackward")             \
+    X(LOG1P,       "log1p",       FLOAT, FLOAT,    "Log1PBackward")           \
+    X(EXPM1,       "expm1",       FLOAT, FLOAT,    "Expm1Backward")           \
+    X(SQRT,        "sqrt",        FLOAT, FLOAT,    "SqrtBackward")            \
+    X(RSQRT,       "rsqrt",       FLOAT, FLOAT,    "RsqrtBackward")           \
+    X(SIN,         "sin",         FLOAT, FLOAT,    "SinBackward")             \
+    X(COS,         "cos",         FLOAT, FLOAT,    "CosBackward")             \
+    X(TANH,        "tanh",        FLOAT, FLOAT,    "TanhBackward")            \
+    X(SIGMOID,     "sigmoid",     FLOAT, FLOAT,    "SigmoidBackward")         \
+    X(RELU,        "relu",        INT,   SAME,     "ReluBackward")            \
+    X(LEAKY_RELU,  "leaky_relu",  FLOAT, FLOAT,    "LeakyReluBackward")       \
+    X(GELU,        "gelu",        FLOAT, FLOAT,    "GeluBackward")            \
+    X(GELU_TANH,   "gelu_tanh",   FLOAT, FLOAT,    "GeluBackward")            \
+    X(SILU,        "silu",        FLOAT, FLOAT,    "SiluBackward")            \
+    X(SOFTPLUS,    "softplus",    FLOAT, FLOAT,    "SoftplusBackward")        \
+    X(LOGICAL_NOT, "logical_not", PRED,  BOOL,     NULL)                      \
+    X(FLOOR,       "floor",       INT,   SAME,     "FloorBackward")           \
+    X(CEIL,        "ceil",        INT,   SAME,     "CeilBackward")            \
+    X(ROUND,       "round",       INT,   SAME,     "RoundBackward")           \
+    X(TRUNC,       "trunc",       INT,   SAME,     "TruncBackward")           \
+    X(RECIPROCAL,  "reciprocal",  FLOAT, FLOAT,    "ReciprocalBackward")      \
+    X(SQUARE,      "square",      INT,   BOOL_I64, "PowBackward")             \
+    X(ERF,         "erf",         FLOAT, FLOAT,    "ErfBackward")             \
+    X(LOG2,        "log2",        FLOAT, FLOAT,    "Log2Backward")            \
+    X(ISNAN,       "isnan",       PRED,  BOOL,     NULL)                      \
+    X(ISINF,       "isinf",       PRED,  BOOL,     NULL)                      \
+    X(ISFINITE,    "isfinite",    PRED,  BOOL,     NULL)                      \
+    X(CLAMP,       "clamp",       INT,   BOUNDS,   "ClampBackward")
 
+#define TM_BINARY_OPS(X)                                                      \
+    X(ADD,          "add",          INT,   SAME,    "AddBackward")            \
+    X(SUB,          "sub",          INT,   NO_BOOL, "SubBackward")            \
+    X(MUL,          "mul",          INT,   SAME,    "MulBackward")            \
+    X(DIV,          "div",          FLOAT, FLOAT,   "DivBackward")            \
+    X(POW,          "pow",          INT,   SAME,    "PowBackward")            \
+    X(MAXIMUM,      "maximum",      INT,   SAME,    "MaximumBackward")        \
+    X(MINIMUM,      "minimum",      INT,   SAME,    "MinimumBackward")        \
+    X(EQ,           "eq",           PRED,  BOOL,    NULL)                     \
+    X(NE,           "ne",           PRED,  BOOL,    NULL)                     \
+    X(LT,           "lt",           PRED,  BOOL,    NULL)                     \
+    X(LE,           "le",           PRED,  BOOL,    NULL)                     \
+    X(GT,           "gt",           PRED,  BOOL,    NULL)                     \
+    X(GE,           "ge",           PRED,  BOOL,    NULL)                     \
+    X(LOGICAL_AND,  "logical_and",  PRED,  BOOL,    NULL)                     \
+    X(LOGICAL_OR,   "logical_or",   PRED,  BOOL,    NULL)                     \
+    X(LOGICAL_XOR,  "logical_xor",  PRED,  BOOL,    NULL)                     \
+    X(FLOOR_DIVIDE, "floor_divide", INT,   SAME,    "FloorDivideBackward")    \
+    X(REMAINDER,    "remainder",    INT,   SAME,    "RemainderBackward")
+
+#define TM_REDUCE_OPS(X)                                                      \
+    X(SUM,       "sum",       INT,   INT_I64, "SumBackward")                  \
+    X(MEAN,      "mean",      FLOAT, FLOAT,   "MeanBackward")                 \
+    X(PROD,      "prod",      INT,   INT_I64, "ProdBackward")                 \
+    X(MAX,       "max",       INT,   SAME,    "MaxBackward")                  \
+    X(MIN,       "min",       INT,   SAME,    "MinBackward")                  \
+    X(VAR,       "var",       FLOAT, FLOAT,   "VarBackward")                  \
+    X(STD,       "std",       FLOAT, FLOAT,   "StdBackward")                  \
+    X(LOGSUMEXP, "logsumexp", FLOAT, FLOAT,   "LogsumexpBackward")            \
+    X(NORM,      "norm",      FLOAT, FLOAT,   "NormBackward")                 \
+    X(ANY,       "any",       PRED,  BOOL,    NULL)                           \
+    X(ALL,       "all",       PRED,  BOOL,    NULL)
+
+#define TM__OP_ENUM(E, name, cls, dt, grad) TM_OP_##E,
+#define TM__RED_ENUM(E, name, cls, dt, grad) TM_RED_##E,
 typedef enum tm_unary_op {
-    TM_OP_NEG = 0, TM_OP_ABS, TM_OP_SIGN, TM_OP_EXP, TM_OP_LOG, TM_OP_LOG1P,
-    TM_OP_EXPM1, TM_OP_SQRT, TM_OP_RSQRT, TM_OP_SIN, TM_OP_COS, TM_OP_TANH,
-    TM_OP_SIGMOID, TM_OP_RELU, TM_OP_LEAKY_RELU /* p0 = slope */,
-    TM_OP_GELU /* erf form */, TM_OP_GELU_TANH, TM_OP_SILU,
-    TM_OP_SOFTPLUS /* p0 = beta, p1 = threshold */,
-    TM_OP_LOGICAL_NOT, TM_OP_FLOOR, TM_OP_CEIL, TM_OP_ROUND, TM_OP_TRUNC,
-    TM_OP_RECIPROCAL, TM_OP_SQUARE, TM_OP_ERF, TM_OP_LOG2,
-    TM_OP_ISNAN, TM_OP_ISINF, TM_OP_ISFINITE,
-    TM_OP_CLAMP /* p0 = min, p1 = max; NaN bound: none */,
+    TM_UNARY_OPS(TM__OP_ENUM)
     TM_UNARY_OP_COUNT
 } tm_unary_op;
-
+typedef enum tm_binary_op {
+    TM_BINARY_OPS(TM__OP_ENUM)
+    TM_BINARY_OP_COUNT
+} tm_binary_op;
 typedef enum tm_reduce_op {
-    TM_RED_SUM = 0, TM_RED_MEAN, TM_RED_PROD, TM_RED_MAX, TM_RED_MIN,
-    TM_RED_VAR /* p = correction */, TM_RED_STD /* p = correction */,
-    TM_RED_LOGSUMEXP, TM_RED_NORM /* p = order */, TM_RED_ANY, TM_RED_ALL,
+    TM_REDUCE_OPS(TM__RED_ENUM)
     TM_REDUCE_OP_COUNT
 } tm_reduce_op;
+#undef TM__OP_ENUM
+#undef TM__RED_ENUM
 
 /* ------------------------------------------------------ elementwise: binary
  * out = a OP b, broadcast.  Comparisons and logical ops give TM_BOOL.

@@ -22,7 +22,7 @@
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
-#include "../../tensor/autograd/grad_scratch.h"
+#include "../../tensor/autograd/backward.h"
 
 #include <string.h>
 
@@ -39,6 +39,9 @@ typedef struct cv_geom {
     int64_t oh, ow;       /* y [n, oc, oh, ow] */
     int64_t sh, sw, ph, pw, dh, dw, g;
 } cv_geom;
+
+/* A convolution's node: stride, padding, dilation (h, w each), groups. */
+typedef struct { int64_t sh, sw, ph, pw, dh, dw, g; } conv_args;
 
 /* ---------------------------------------------------- im2col / col2im */
 
@@ -172,7 +175,7 @@ static tm_dtype cv_compute(tm_dtype dt)
 static tm_tensor *cv_dense(const tm_tensor *t, tm_dtype dt)
 {
     if (!t) return NULL;
-    tm_tensor *a = tm__gs_as(t, dt);
+    tm_tensor *a = tm__sc_as(t, dt);
     if (!a || tm_is_contiguous(a)) return a;
     tm_tensor *c = tm_contiguous(a);
     tm_free(a);
@@ -439,20 +442,14 @@ tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
     tm_no_grad_end(prev);
     tm_free(xc), tm_free(wc), tm_free(bc), tm_free(yc);
     xc = wc = bc = yc = NULL;
-    int nin = bias ? 3 : 2;
-    if (tm__ag_needed(nin, ins)) {
-        tm__node *nd = tm__ag_node("ConvolutionBackward", conv_backward,
-                                   nin, ins);
-        if (!nd) goto fail_y;
-        int64_t p[7] = {q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.g};
-        memcpy(nd->i, p, sizeof p);
-        if ((nd->edges[1].needed && tm__ag_save(nd, 0, x)) ||
-            (nd->edges[0].needed && tm__ag_save(nd, 1, weight))) {
-            tm__ag_node_free(nd);
-            goto fail_y;
-        }
-        if (tm__ag_attach(nd, y)) goto fail_y;
-    }
+    /* dw needs x and dx needs the weight: save only what is needed */
+    conv_args p = {q.sh, q.sw, q.ph, q.pw, q.dh, q.dw, q.g};
+    tm__record r = {.name = "ConvolutionBackward", .backward = conv_backward,
+                    .nin = bias ? 3 : 2, .in = ins,
+                    .save = {tm__ag_requires(weight) ? x : NULL,
+                             tm__ag_requires(x) ? weight : NULL},
+                    .args = &p, .args_size = sizeof p};
+    if (tm__ag_record(&r, y)) goto fail_y;
     return y;
 fail:
     tm_no_grad_end(prev);
@@ -466,37 +463,37 @@ fail_y:
 /* ------------------------------------------------------------ backward */
 
 /* Saved: x (slot 0, when dw is needed), weight (slot 1, when dx is
- * needed); i[] = stride, padding, dilation (h, w each), groups.  Shapes
- * come from the edges. */
+ * needed).  Shapes come from the edges. */
 static tm_status conv_backward(tm__node *n, const tm_tensor *g,
                                tm_tensor **gin)
 {
-    tm__gs s = {0};
+    const conv_args *p = TM__AG_ARGS(n, conv_args);
+    tm__scratch s = {0};
     const tm__edge *ex = &n->edges[0], *ew = &n->edges[1];
     const tm__edge *eb = n->nin > 2 ? &n->edges[2] : NULL;
     tm_dtype dt = cv_compute(ex->dtype);
     cv_geom q = {ex->shape[0], ex->shape[1], ex->shape[2], ex->shape[3],
                  ew->shape[0], ew->shape[2], ew->shape[3],
-                 tm_shape(g)[2], tm_shape(g)[3], n->i[0], n->i[1], n->i[2],
-                 n->i[3], n->i[4], n->i[5], n->i[6]};
+                 tm_shape(g)[2], tm_shape(g)[3], p->sh, p->sw, p->ph,
+                 p->pw, p->dh, p->dw, p->g};
     int64_t G = q.g, ocg = q.oc / G, L = q.oh * q.ow;
     int64_t K = q.c / G * q.kh * q.kw, xn = q.c * q.h * q.w;
     int64_t B = cv_chunk(&q);
     size_t es = tm_dtype_size(dt);
-    tm_tensor *gc = tm__gs_keep(&s, cv_dense(g, dt));
+    tm_tensor *gc = tm__sc_keep(&s, cv_dense(g, dt));
     tm_tensor *cols = NULL, *gm = NULL, *wc = NULL, *xc = NULL;
     tm_tensor *dx = NULL, *dw = NULL;
     if (ex->needed || ew->needed) /* im2col / dcols scratch */
-        cols = tm__gs_keep(&s, tm_empty((int64_t[]){B, G, K, L}, 4, dt));
+        cols = tm__sc_keep(&s, tm_empty((int64_t[]){B, G, K, L}, 4, dt));
     if (ew->needed) /* G in the [oc, nb*L] order of the dw product */
-        gm = tm__gs_keep(&s, tm_empty((int64_t[]){q.oc, B * L}, 2, dt));
+        gm = tm__sc_keep(&s, tm_empty((int64_t[]){q.oc, B * L}, 2, dt));
     if (ex->needed) {
-        wc = tm__gs_keep(&s, cv_dense(tm__ag_saved(n, 1), dt));
-        dx = tm__gs_keep(&s, tm_zeros(ex->shape, 4, dt));
+        wc = tm__sc_keep(&s, cv_dense(tm__ag_saved(n, 1), dt));
+        dx = tm__sc_keep(&s, tm_zeros(ex->shape, 4, dt));
     }
     if (ew->needed) {
-        xc = tm__gs_keep(&s, cv_dense(tm__ag_saved(n, 0), dt));
-        dw = tm__gs_keep(&s, tm_zeros(ew->shape, 4, dt));
+        xc = tm__sc_keep(&s, cv_dense(tm__ag_saved(n, 0), dt));
+        dw = tm__sc_keep(&s, tm_zeros(ew->shape, 4, dt));
     }
     for (int64_t n0 = 0; !s.st && gc && cols && n0 < q.n; n0 += B) {
         int64_t nb = q.n - n0 < B ? q.n - n0 : B;
@@ -505,7 +502,7 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
                         cv_view4(gc, n0 * q.oc * L, nb, q.oc * L, G, ocg,
                                  L), 0.0,
                         cv_view4(cols, 0, nb, G * K * L, G, K, L))) {
-                tm__gs_keep(&s, NULL);
+                tm__sc_keep(&s, NULL);
                 break;
             }
             cv_col2im(&q, dt, tm_data(cols), cv_at(dx, n0 * xn), nb);
@@ -517,27 +514,27 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
             if (cv_gemm(false, true, cv_view3(gm, 0, G, ocg, nb * L),
                         cv_view3(cols, 0, G, K, nb * L), 1.0,
                         cv_view3(dw, 0, G, ocg, K))) {
-                tm__gs_keep(&s, NULL);
+                tm__sc_keep(&s, NULL);
                 break;
             }
         }
     }
     if (dx && !s.st) {
-        tm_tensor *r = tm__gs_keep(&s, tm__gs_as(dx, ex->dtype));
+        tm_tensor *r = tm__sc_keep(&s, tm__sc_as(dx, ex->dtype));
         if (r && !s.st) gin[0] = tm_retain(r);
     }
     if (dw && !s.st) {
-        tm_tensor *r = tm__gs_keep(&s, tm__gs_as(dw, ew->dtype));
+        tm_tensor *r = tm__sc_keep(&s, tm__sc_as(dw, ew->dtype));
         if (r && !s.st) gin[1] = tm_retain(r);
     }
     if (eb && eb->needed && gc) {
-        tm_tensor *db = tm__gs_keep(&s, tm_empty(&q.oc, 1, dt));
+        tm_tensor *db = tm__sc_keep(&s, tm_empty(&q.oc, 1, dt));
         if (db) {
             cv_bias_job jb = {&q, gc, db};
             tm__parallel_for(q.oc, cv_grain(q.n * L), cv_bias_sum, &jb);
         }
-        tm_tensor *r = db ? tm__gs_keep(&s, tm__gs_as(db, eb->dtype)) : NULL;
+        tm_tensor *r = db ? tm__sc_keep(&s, tm__sc_as(db, eb->dtype)) : NULL;
         if (r && !s.st) gin[2] = tm_retain(r);
     }
-    return tm__gs_done(&s, n->name);
+    return tm__sc_done(&s, n->name);
 }

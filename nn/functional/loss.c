@@ -18,7 +18,7 @@
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
-#include "../../tensor/autograd/grad_scratch.h"
+#include "../../tensor/autograd/backward.h"
 #include "../../cpu/cpu_loss.h"
 
 #include <math.h>
@@ -48,53 +48,61 @@ static tm_dtype compute_dtype(tm_dtype dt)
 
 /* ------------------------------------------------------------- backward */
 
-/* Node params: i[0] kind, i[1] reduction, i[2] ignore_index; d[0] label
- * smoothing, d[1] the mean's divisor.  Saved: x [M, C] (slot 0), target
- * (slot 1: I64 [M] contiguous, or probabilities [M, C]), lse (slot 2, F64
- * [M], cross entropy only). */
+/* A loss node's parameters.  Saved: x [M, C] (slot 0), target (slot 1:
+ * I64 [M] contiguous, or probabilities [M, C]), lse (slot 2, F64 [M],
+ * cross entropy only). */
+typedef struct {
+    int kind;              /* K_CE_INDEX, K_CE_PROB or K_NLL */
+    tm_reduction reduction;
+    int64_t ignore_index;
+    double label_smoothing;
+    double count;          /* the mean's divisor */
+} loss_args;
+
 static tm_status rows_backward(tm__node *n, const tm_tensor *g,
                                tm_tensor **gin)
 {
-    tm__gs s = {0};
-    int kind = (int)n->i[0];
-    tm_reduction red = (tm_reduction)n->i[1];
+    const loss_args *p = TM__AG_ARGS(n, loss_args);
+    tm__scratch s = {0};
+    int kind = p->kind;
+    tm_reduction red = p->reduction;
     const tm__edge *ex = &n->edges[0], *ey = &n->edges[1];
     tm_dtype cd = compute_dtype(ex->dtype);
     int64_t m = ex->shape[0], c = ex->shape[1];
     double *sc = NULL;
-    tm_tensor *x = tm__gs_keep(&s, as_rows(tm__ag_saved(n, 0), cd));
-    tm_tensor *gd = tm__gs_keep(&s, tm_to_dtype(g, TM_F64));
+    tm_tensor *x = tm__sc_keep(&s, as_rows(tm__ag_saved(n, 0), cd));
+    tm_tensor *gd = tm__sc_keep(&s, tm_to_dtype(g, TM_F64));
     tm_tensor *tg = (tm_tensor *)tm__ag_saved(n, 1), *prob = NULL;
     tm_tensor *gx = NULL, *gy = NULL;
-    if (kind == K_CE_PROB) prob = tm__gs_keep(&s, as_rows(tg, cd));
-    if (ex->needed) gx = tm__gs_keep(&s, tm_empty(ex->shape, 2, cd));
+    if (kind == K_CE_PROB) prob = tm__sc_keep(&s, as_rows(tg, cd));
+    if (ex->needed) gx = tm__sc_keep(&s, tm_empty(ex->shape, 2, cd));
     if (kind == K_CE_PROB && ey->needed)
-        gy = tm__gs_keep(&s, tm_empty(ey->shape, 2, cd));
+        gy = tm__sc_keep(&s, tm_empty(ey->shape, 2, cd));
     if (s.st) goto done;
     sc = tm__alloc((size_t)(m > 0 ? m : 1) * sizeof(double), n->name);
     if (!sc) {
-        tm__gs_keep(&s, NULL);
+        tm__sc_keep(&s, NULL);
         goto done;
     }
     const double *gv = tm_data(gd);
     for (int64_t r = 0; r < m; r++)
         sc[r] = red == TM_REDUCTION_NONE  ? gv[r]
                 : red == TM_REDUCTION_SUM ? gv[0]
-                                          : gv[0] / n->d[1];
+                                          : gv[0] / p->count;
     tm__loss_rows rc = {
         .kind = kind, .f64 = cd == TM_F64, .m = m, .c = c, .x = tm_data(x),
         .prob = prob ? tm_data(prob) : NULL,
-        .tgt = kind == K_CE_PROB ? NULL : tm_data(tg), .ignore = n->i[2],
-        .eps = n->d[0],
+        .tgt = kind == K_CE_PROB ? NULL : tm_data(tg),
+        .ignore = p->ignore_index, .eps = p->label_smoothing,
         .lse = kind == K_NLL ? NULL : tm_data(tm__ag_saved(n, 2)), .s = sc,
         .gx = gx ? tm_data(gx) : NULL, .gy = gy ? tm_data(gy) : NULL};
     tm__loss_rows_run(&rc, false);
-    if (gx) gin[0] = tm__gs_as(gx, ex->dtype);
-    if (gy) gin[1] = tm__gs_as(gy, ey->dtype);
-    if ((gx && !gin[0]) || (gy && !gin[1])) tm__gs_keep(&s, NULL);
+    if (gx) gin[0] = tm__sc_as(gx, ex->dtype);
+    if (gy) gin[1] = tm__sc_as(gy, ey->dtype);
+    if ((gx && !gin[0]) || (gy && !gin[1])) tm__sc_keep(&s, NULL);
 done:
     tm__dealloc(sc);
-    return tm__gs_done(&s, n->name);
+    return tm__sc_done(&s, n->name);
 }
 
 /* -------------------------------------------------------------- forward */
@@ -152,24 +160,13 @@ static tm_tensor *rows_loss(const char *fn, int kind, const tm_tensor *x2,
     }
     tm_no_grad_end(prev);
     const tm_tensor *ins[2] = {x2, kind == K_CE_PROB ? tgt : NULL};
-    if (tm__ag_needed(2, ins)) {
-        static const char *names[] = {"CrossEntropyLossBackward",
-                                      "CrossEntropyLossBackward",
-                                      "NllLossBackward"};
-        tm__node *n = tm__ag_node(names[kind], rows_backward, 2, ins);
-        if (!n) goto fail_rec;
-        n->i[0] = kind;
-        n->i[1] = red;
-        n->i[2] = ignore;
-        n->d[0] = eps;
-        n->d[1] = (double)count;
-        if (tm__ag_save(n, 0, x2) || tm__ag_save(n, 1, tgt) ||
-            (lse && tm__ag_save(n, 2, lse))) {
-            tm__ag_node_free(n);
-            goto fail_rec;
-        }
-        if (tm__ag_attach(n, out)) goto fail_rec;
-    }
+    loss_args p = {kind, red, ignore, eps, (double)count};
+    tm__record r = {.name = kind == K_NLL ? "NllLossBackward"
+                                          : "CrossEntropyLossBackward",
+                    .backward = rows_backward, .nin = 2, .in = ins,
+                    .save = {x2, tgt, lse}, .args = &p,
+                    .args_size = sizeof p};
+    if (tm__ag_record(&r, out)) goto fail_rec;
     tm_free(x);
     tm_free(prob);
     tm_free(lse);

@@ -11,7 +11,7 @@
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
-#include "../../tensor/autograd/grad_scratch.h"
+#include "../../tensor/autograd/backward.h"
 
 #include <math.h>
 
@@ -53,22 +53,22 @@ static tm_tensor *reduce(tm_tensor *l, tm_reduction red)
 static tm_status bce_backward(tm__node *n, const tm_tensor *g,
                               tm_tensor **gin)
 {
-    tm__gs s = {0};
+    tm__scratch s = {0};
     const tm_tensor *x = tm__ag_saved(n, 0), *y = tm__ag_saved(n, 1);
     if (n->edges[0].needed) {
-        tm_tensor *p = tm__gs_keep(&s, tm_sigmoid(x));
-        tm_tensor *d = tm__gs_keep(&s, tm_sub(p, y));
-        tm_tensor *r = tm__gs_keep(&s, tm_mul(d, g));
-        if (r && !(gin[0] = tm__gs_as(r, n->edges[0].dtype)))
-            tm__gs_keep(&s, NULL);
+        tm_tensor *p = tm__sc_keep(&s, tm_sigmoid(x));
+        tm_tensor *d = tm__sc_keep(&s, tm_sub(p, y));
+        tm_tensor *r = tm__sc_keep(&s, tm_mul(d, g));
+        if (r && !(gin[0] = tm__sc_as(r, n->edges[0].dtype)))
+            tm__sc_keep(&s, NULL);
     }
     if (n->edges[1].needed) {
-        tm_tensor *r = tm__gs_keep(&s, tm_mul(x, g));
-        tm_tensor *q = tm__gs_keep(&s, r ? tm_neg(r) : NULL);
-        if (q && !(gin[1] = tm__gs_as(q, n->edges[1].dtype)))
-            tm__gs_keep(&s, NULL);
+        tm_tensor *r = tm__sc_keep(&s, tm_mul(x, g));
+        tm_tensor *q = tm__sc_keep(&s, r ? tm_neg(r) : NULL);
+        if (q && !(gin[1] = tm__sc_as(q, n->edges[1].dtype)))
+            tm__sc_keep(&s, NULL);
     }
-    return tm__gs_done(&s, n->name);
+    return tm__sc_done(&s, n->name);
 }
 
 tm_tensor *tm_binary_cross_entropy_with_logits(const tm_tensor *x,
@@ -88,33 +88,27 @@ tm_tensor *tm_binary_cross_entropy_with_logits(const tm_tensor *x,
         return NULL;
     }
     /* max(x, 0) - x y + log1p(exp(-|x|)) */
-    tm__gs s = {0};
+    tm__scratch s = {0};
     tm_tensor *out = NULL;
     bool prev = tm_no_grad_begin();
-    tm_tensor *a = tm__gs_keep(&s, tm_abs(x));
-    tm_tensor *na = tm__gs_keep(&s, a ? tm_neg(a) : NULL);
-    tm_tensor *e = tm__gs_keep(&s, na ? tm_exp(na) : NULL);
-    tm_tensor *sp = tm__gs_keep(&s, e ? tm_log1p(e) : NULL);
-    tm_tensor *rl = tm__gs_keep(&s, tm_relu(x));
-    tm_tensor *xy = tm__gs_keep(&s, tm_mul(x, y));
-    tm_tensor *d = tm__gs_keep(&s, rl && xy ? tm_sub(rl, xy) : NULL);
+    tm_tensor *a = tm__sc_keep(&s, tm_abs(x));
+    tm_tensor *na = tm__sc_keep(&s, a ? tm_neg(a) : NULL);
+    tm_tensor *e = tm__sc_keep(&s, na ? tm_exp(na) : NULL);
+    tm_tensor *sp = tm__sc_keep(&s, e ? tm_log1p(e) : NULL);
+    tm_tensor *rl = tm__sc_keep(&s, tm_relu(x));
+    tm_tensor *xy = tm__sc_keep(&s, tm_mul(x, y));
+    tm_tensor *d = tm__sc_keep(&s, rl && xy ? tm_sub(rl, xy) : NULL);
     if (d && sp) out = tm_add(d, sp);
     tm_no_grad_end(prev);
-    if (!out) tm__gs_keep(&s, NULL);
-    if (tm__gs_done(&s, __func__)) return NULL;
+    if (!out) tm__sc_keep(&s, NULL);
+    if (tm__sc_done(&s, __func__)) return NULL;
     const tm_tensor *ins[2] = {x, y};
-    if (tm__ag_needed(2, ins)) {
-        tm__node *n = tm__ag_node("BinaryCrossEntropyWithLogitsBackward",
-                                  bce_backward, 2, ins);
-        if (!n || tm__ag_save(n, 0, x) || tm__ag_save(n, 1, y)) {
-            tm__ag_node_free(n);
-            tm_free(out);
-            return NULL;
-        }
-        if (tm__ag_attach(n, out)) {
-            tm_free(out);
-            return NULL;
-        }
+    tm__record r = {.name = "BinaryCrossEntropyWithLogitsBackward",
+                    .backward = bce_backward, .nin = 2, .in = ins,
+                    .save = {x, y}};
+    if (tm__ag_record(&r, out)) {
+        tm_free(out);
+        return NULL;
     }
     return reduce(out, reduction);
 }
@@ -147,19 +141,19 @@ static tm_tensor *piecewise(const char *fn, const tm_tensor *x,
                             const tm_tensor *y, tm_reduction red, double t,
                             double a2, double a1, double b1)
 {
-    tm__gs s = {0};
-    tm_tensor *d = tm__gs_keep(&s, tm_sub(x, y));
-    tm_tensor *ad = tm__gs_keep(&s, d ? tm_abs(d) : NULL);
-    tm_tensor *tt = tm__gs_keep(
+    tm__scratch s = {0};
+    tm_tensor *d = tm__sc_keep(&s, tm_sub(x, y));
+    tm_tensor *ad = tm__sc_keep(&s, d ? tm_abs(d) : NULL);
+    tm_tensor *tt = tm__sc_keep(
         &s, d ? tm__scalar_on(fn, t, tm_dtype_of(d), tm_device_of(d)) : NULL);
-    tm_tensor *c = tm__gs_keep(&s, ad && tt ? tm_lt(ad, tt) : NULL);
-    tm_tensor *sq = tm__gs_keep(&s, d ? tm_square(d) : NULL);
-    tm_tensor *q = tm__gs_keep(&s, sq ? tm_mul_scalar(sq, a2) : NULL);
-    tm_tensor *lm = tm__gs_keep(&s, ad ? tm_sub_scalar(ad, b1) : NULL);
-    tm_tensor *li = tm__gs_keep(&s, lm ? tm_mul_scalar(lm, a1) : NULL);
+    tm_tensor *c = tm__sc_keep(&s, ad && tt ? tm_lt(ad, tt) : NULL);
+    tm_tensor *sq = tm__sc_keep(&s, d ? tm_square(d) : NULL);
+    tm_tensor *q = tm__sc_keep(&s, sq ? tm_mul_scalar(sq, a2) : NULL);
+    tm_tensor *lm = tm__sc_keep(&s, ad ? tm_sub_scalar(ad, b1) : NULL);
+    tm_tensor *li = tm__sc_keep(&s, lm ? tm_mul_scalar(lm, a1) : NULL);
     tm_tensor *l = c && q && li ? tm_where(c, q, li) : NULL;
-    if (!l) tm__gs_keep(&s, NULL);
-    if (tm__gs_done(&s, fn)) return NULL;
+    if (!l) tm__sc_keep(&s, NULL);
+    if (tm__sc_done(&s, fn)) return NULL;
     return reduce(l, red);
 }
 

@@ -4,7 +4,7 @@
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
-#include "../../tensor/autograd/grad_scratch.h"
+#include "../../tensor/autograd/backward.h"
 
 #include <math.h>
 
@@ -14,11 +14,11 @@
 static tm_status dropout_backward(tm__node *n, const tm_tensor *g,
                                   tm_tensor **gin)
 {
-    tm__gs s = {0};
-    tm_tensor *r = tm__gs_keep(&s, tm_mul(g, tm__ag_saved(n, 0)));
-    if (r && !(gin[0] = tm__gs_as(r, n->edges[0].dtype)))
-        tm__gs_keep(&s, NULL);
-    return tm__gs_done(&s, n->name);
+    tm__scratch s = {0};
+    tm_tensor *r = tm__sc_keep(&s, tm_mul(g, tm__ag_saved(n, 0)));
+    if (r && !(gin[0] = tm__sc_as(r, n->edges[0].dtype)))
+        tm__sc_keep(&s, NULL);
+    return tm__sc_done(&s, n->name);
 }
 
 tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
@@ -35,7 +35,7 @@ tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
         return NULL;
     }
     if (!train || p == 0.0) return tm_retain((tm_tensor *)x);
-    tm__gs s = {0};
+    tm__scratch s = {0};
     tm_tensor *mask = NULL, *out = NULL;
     bool prev = tm_no_grad_begin();
     if (p == 1.0) {
@@ -44,13 +44,13 @@ tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
     } else {
         /* one F32 uniform per element, whatever x's dtype: the same seed
          * gives the same mask in every dtype */
-        tm_tensor *u = tm__gs_keep(&s, tm__tensor_new(__func__, tm_shape(x),
+        tm_tensor *u = tm__sc_keep(&s, tm__tensor_new(__func__, tm_shape(x),
                                                       tm_ndim(x), TM_F32,
                                                       tm_device_of(x)));
-        if (u && tm_uniform_(u, 0.0, 1.0, rng)) tm__gs_keep(&s, NULL);
-        tm_tensor *th = tm__gs_keep(
+        if (u && tm_uniform_(u, 0.0, 1.0, rng)) tm__sc_keep(&s, NULL);
+        tm_tensor *th = tm__sc_keep(
             &s, tm__scalar_on(__func__, 1.0 - p, TM_F32, tm_device_of(x)));
-        tm_tensor *keep = tm__gs_keep(&s, !s.st && th ? tm_lt(u, th) : NULL);
+        tm_tensor *keep = tm__sc_keep(&s, !s.st && th ? tm_lt(u, th) : NULL);
         mask = keep ? tm_to_dtype(keep, dt) : NULL;
         if (mask && tm_mul_scalar_(mask, 1.0 / (1.0 - p))) {
             tm_free(mask);
@@ -59,17 +59,12 @@ tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
         out = mask ? tm_mul(x, mask) : NULL;
     }
     tm_no_grad_end(prev);
-    if (!out) tm__gs_keep(&s, NULL);
-    if (tm__gs_done(&s, __func__)) goto fail;
-    if (tm__ag_needed(1, &x)) {
-        tm__node *n = tm__ag_node("NativeDropoutBackward", dropout_backward, 1,
-                                  &x);
-        if (!n || tm__ag_save(n, 0, mask)) {
-            tm__ag_node_free(n);
-            goto fail;
-        }
-        if (tm__ag_attach(n, out)) goto fail;
-    }
+    if (!out) tm__sc_keep(&s, NULL);
+    if (tm__sc_done(&s, __func__)) goto fail;
+    tm__record r = {.name = "NativeDropoutBackward",
+                    .backward = dropout_backward, .nin = 1, .in = &x,
+                    .save = {mask}};
+    if (tm__ag_record(&r, out)) goto fail;
     tm_free(mask);
     return out;
 fail:
@@ -86,18 +81,18 @@ fail:
 static tm_status embedding_backward(tm__node *n, const tm_tensor *g,
                                     tm_tensor **gin)
 {
-    tm__gs s = {0};
+    tm__scratch s = {0};
     const tm__edge *ew = &n->edges[0];
     tm_dtype cd = ew->dtype == TM_F64 ? TM_F64 : TM_F32;
     const tm_tensor *ix = tm__ag_saved(n, 0);
     int64_t k = tm_numel(ix), dd = ew->shape[1];
-    tm_tensor *gw = tm__gs_keep(&s, tm_zeros(ew->shape, 2, cd));
-    tm_tensor *g2 = tm__gs_keep(&s, tm_reshape(g, (int64_t[]){k, dd}, 2));
-    tm_tensor *gc = tm__gs_keep(
+    tm_tensor *gw = tm__sc_keep(&s, tm_zeros(ew->shape, 2, cd));
+    tm_tensor *g2 = tm__sc_keep(&s, tm_reshape(g, (int64_t[]){k, dd}, 2));
+    tm_tensor *gc = tm__sc_keep(
         &s, !g2                       ? NULL
             : tm_dtype_of(g2) == cd ? tm_contiguous(g2)
                                     : tm_to_dtype(g2, cd));
-    if (s.st) return tm__gs_done(&s, n->name);
+    if (s.st) return tm__sc_done(&s, n->name);
     const int64_t *iv = tm_data(ix);
     if (cd == TM_F64) {
         double *w = tm_data(gw);
@@ -110,8 +105,8 @@ static tm_status embedding_backward(tm__node *n, const tm_tensor *g,
         for (int64_t r = 0; r < k; r++)
             for (int64_t j = 0; j < dd; j++) w[iv[r] * dd + j] += gv[r * dd + j];
     }
-    if (!(gin[0] = tm__gs_as(gw, ew->dtype))) tm__gs_keep(&s, NULL);
-    return tm__gs_done(&s, n->name);
+    if (!(gin[0] = tm__sc_as(gw, ew->dtype))) tm__sc_keep(&s, NULL);
+    return tm__sc_done(&s, n->name);
 }
 
 tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
@@ -171,15 +166,10 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     out = rows ? tm_reshape(rows, shp, ni + 1) : NULL;
     if (!out) goto fail;
     tm_no_grad_end(prev);
-    if (tm__ag_needed(1, &weight)) {
-        tm__node *n = tm__ag_node("EmbeddingBackward", embedding_backward, 1,
-                                  &weight);
-        if (!n || tm__ag_save(n, 0, flat)) {
-            tm__ag_node_free(n);
-            goto fail_rec;
-        }
-        if (tm__ag_attach(n, out)) goto fail_rec;
-    }
+    tm__record r = {.name = "EmbeddingBackward",
+                    .backward = embedding_backward, .nin = 1, .in = &weight,
+                    .save = {flat}};
+    if (tm__ag_record(&r, out)) goto fail_rec;
     tm_free(ix);
     tm_free(flat);
     tm_free(rows);

@@ -9,7 +9,7 @@
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
-#include "../../tensor/autograd/grad_scratch.h"
+#include "../../tensor/autograd/backward.h"
 
 #include <math.h>
 #include <string.h>
@@ -228,7 +228,7 @@ static void pl_run(const pl_geom *q, tm__range_fn fn, const void *src,
 /* t as a contiguous tensor of dtype dt (a new reference). */
 static tm_tensor *pl_dense(const tm_tensor *t, tm_dtype dt)
 {
-    tm_tensor *a = tm__gs_as(t, dt);
+    tm_tensor *a = tm__sc_as(t, dt);
     if (!a || tm_is_contiguous(a)) return a;
     tm_tensor *c = tm_contiguous(a);
     tm_free(a);
@@ -237,32 +237,38 @@ static tm_tensor *pl_dense(const tm_tensor *t, tm_dtype dt)
 
 /* ------------------------------------------------------------ backward */
 
-/* i[] = kh, kw, sh, sw, ph, pw, count_include_pad, is_max; max pooling
- * saves its argmax indices in slot 0. */
+/* A pooling's node: the window, and whether it takes the max (then the
+ * argmax indices are saved in slot 0) or the average. */
+typedef struct {
+    int64_t kh, kw, sh, sw, ph, pw;
+    bool include_pad, is_max;
+} pool_args;
+
 static tm_status pool_backward(tm__node *n, const tm_tensor *g,
                                tm_tensor **gin)
 {
-    tm__gs s = {0};
+    const pool_args *p = TM__AG_ARGS(n, pool_args);
+    tm__scratch s = {0};
     const tm__edge *e = &n->edges[0];
-    bool is_max = n->i[7] != 0;
+    bool is_max = p->is_max;
     tm_dtype dt = e->dtype == TM_F64 ? TM_F64 : TM_F32;
     pl_geom q = {e->shape[0] * e->shape[1], e->shape[2], e->shape[3],
-                 tm_shape(g)[2], tm_shape(g)[3], n->i[0], n->i[1], n->i[2],
-                 n->i[3], n->i[4], n->i[5], n->i[6] != 0};
-    tm_tensor *gc = tm__gs_keep(&s, pl_dense(g, dt));
-    tm_tensor *dx = tm__gs_keep(&s, tm_zeros(e->shape, 4, dt));
+                 tm_shape(g)[2], tm_shape(g)[3], p->kh, p->kw, p->sh,
+                 p->sw, p->ph, p->pw, p->include_pad};
+    tm_tensor *gc = tm__sc_keep(&s, pl_dense(g, dt));
+    tm_tensor *dx = tm__sc_keep(&s, tm_zeros(e->shape, 4, dt));
     tm_tensor *ix = NULL;
     if (is_max)
-        ix = tm__gs_keep(&s, pl_dense(tm__ag_saved(n, 0), TM_I64));
+        ix = tm__sc_keep(&s, pl_dense(tm__ag_saved(n, 0), TM_I64));
     if (gc && dx && (!is_max || ix)) {
         tm__range_fn fn = is_max ? (dt == TM_F64 ? maxbw_f64 : maxbw_f32)
                                  : (dt == TM_F64 ? avgbw_f64 : avgbw_f32);
         pl_run(&q, fn, tm_data(gc), tm_data(dx),
                ix ? (int64_t *)tm_data(ix) : NULL);
-        tm_tensor *r = tm__gs_keep(&s, tm__gs_as(dx, e->dtype));
+        tm_tensor *r = tm__sc_keep(&s, tm__sc_as(dx, e->dtype));
         if (r) gin[0] = tm_retain(r);
     }
-    return tm__gs_done(&s, n->name);
+    return tm__sc_done(&s, n->name);
 }
 
 /* ------------------------------------------------------------- forward */
@@ -303,20 +309,12 @@ static tm_tensor *pl_pool(const char *fn, const tm_tensor *x,
     if (!y) goto fail;
     tm_no_grad_end(prev);
     tm_free(xc), tm_free(yc);
-    if (tm__ag_needed(1, &x)) {
-        tm__node *n = tm__ag_node(is_max ? "MaxPool2DBackward"
-                                         : "AvgPool2DBackward",
-                                  pool_backward, 1, &x);
-        if (!n) goto fail_y;
-        int64_t p[8] = {q.kh, q.kw, q.sh, q.sw, q.ph, q.pw, q.include_pad,
-                        is_max};
-        memcpy(n->i, p, sizeof p);
-        if (is_max && tm__ag_save(n, 0, ix)) {
-            tm__ag_node_free(n);
-            goto fail_y;
-        }
-        if (tm__ag_attach(n, y)) goto fail_y;
-    }
+    pool_args p = {q.kh, q.kw, q.sh, q.sw, q.ph, q.pw, q.include_pad, is_max};
+    tm__record r = {.name = is_max ? "MaxPool2DBackward" : "AvgPool2DBackward",
+                    .backward = pool_backward, .nin = 1, .in = &x,
+                    .save = {is_max ? ix : NULL}, .args = &p,
+                    .args_size = sizeof p};
+    if (tm__ag_record(&r, y)) goto fail_y;
     tm_free(ix);
     return y;
 fail:

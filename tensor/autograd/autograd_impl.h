@@ -1,26 +1,27 @@
 /*
- * autograd_impl.h — how ops record themselves for backward (internal).
+ * autograd_impl.h — the tape: how an op records itself for backward
+ * (internal).
  *
- * An op that supports gradients does, after computing `out`:
+ * An op that supports gradients computes its output, then records one node
+ * with tm__ag_record:
  *
- *   const tm_tensor *ins[2] = {a, b};
- *   if (tm__ag_needed(2, ins)) {
- *       tm__node *n = tm__ag_node("MulBackward", mul_backward, 2, ins);
- *       if (n && (tm__ag_save(n, 0, a) || tm__ag_save(n, 1, b))) {
- *           tm__ag_node_free(n);           // a failed save leaves n to us
- *           n = NULL;
- *       }
- *       if (!n || tm__ag_attach(n, out)) { // attach consumes n, even on error
- *           ... free out, return NULL (the error is set) ...
- *       }
- *   }
+ *   typedef struct { int dim; bool log; } softmax_args;  // beside the rule
+ *
+ *   softmax_args a = {d, log};
+ *   const tm_tensor *ins[1] = {t};
+ *   tm__record r = {.name = "SoftmaxBackward", .backward = softmax_backward,
+ *                   .nin = 1, .in = ins, .save = {out},
+ *                   .args = &a, .args_size = sizeof a};
+ *   if (tm__ag_record(&r, out)) { tm_free(out); return NULL; }
  *
  * The backward function receives the gradient of `out` (out's shape and
  * dtype) and returns, for each input i with n->edges[i].needed, a new
  * reference in grad_in[i] with exactly that input's shape (use
- * tm__ag_sum_to for broadcast inputs) — or NULL for "zero".  It runs with
- * grad mode off.  Saved tensors are aliases (same storage, no graph), so a
- * node never keeps its own output's graph alive.
+ * tm__ag_sum_to for broadcast inputs) — or NULL for "zero".  It reads its
+ * parameters as the struct the op recorded (TM__AG_ARGS(n, softmax_args))
+ * and its saved tensors with tm__ag_saved.  It runs with grad mode off.
+ * Saved tensors are aliases (same storage, no graph), so a node never keeps
+ * its own output's graph alive.
  */
 #ifndef FOUNDRY_AUTOGRAD_IMPL_H
 #define FOUNDRY_AUTOGRAD_IMPL_H
@@ -49,9 +50,9 @@ struct tm__node {
     atomic_long refs;
     const char *name;
     tm__backward_fn backward;
-    /* op parameters for the backward function */
-    double d[4];
-    int64_t i[TM_MAX_DIMS + 4];
+    /* The op's parameters: a copy of the struct it recorded (NULL if it
+     * recorded none), in the same allocation as the node. */
+    const void *args;
     /* saved tensors (aliases) and the storage version when saved */
     tm_tensor *saved[TM__AG_MAX_SAVED];
     uint64_t saved_version[TM__AG_MAX_SAVED];
@@ -64,32 +65,38 @@ struct tm__node {
     tm__edge edges[]; /* nin entries */
 };
 
+/* What an op records for one output. */
+typedef struct tm__record {
+    const char *name;         /* the node's name (tm_grad_fn_name) */
+    tm__backward_fn backward;
+    int nin;                  /* inputs that get edges; NULL entries get */
+    const tm_tensor *const *in; /* none (a mask, an index) */
+    const tm_tensor *save[TM__AG_MAX_SAVED]; /* kept for backward (NULL:
+                                                nothing in that slot) */
+    const void *args;         /* the op's parameter struct, copied */
+    size_t args_size;
+} tm__record;
+
 /* True when grad mode is on and some input requires grad. */
 bool tm__ag_needed(int n, const tm_tensor *const *inputs);
-/* A node with edges to the inputs (NULL entries allowed: no edge).  New
- * reference; NULL with TM_ENOMEM set. */
-tm__node *tm__ag_node(const char *name, tm__backward_fn fn, int n,
-                      const tm_tensor *const *inputs);
-/* Saves an alias of t in slot (0 .. TM__AG_MAX_SAVED-1). */
-tm_status tm__ag_save(tm__node *n, int slot, const tm_tensor *t);
-/* Makes `out` a non-leaf produced by n (requires grad).  Consumes the
- * caller's reference to n, also on failure. */
-tm_status tm__ag_attach(tm__node *n, tm_tensor *out);
-/* Drops a node reference (NULL is fine). */
-void tm__ag_node_free(tm__node *n);
-/* True when grad mode is on and t requires grad (in-place writes into
- * such a tensor are refused). */
-bool tm__ag_requires(const tm_tensor *t);
-/* Releases t's autograd state (called by tm_free). */
-void tm__ag_meta_free(tm_tensor *t);
+/* Records r for `out` when grad mode is on, out has a float dtype and
+ * some input requires grad; otherwise does nothing.  TM_OK, or an error
+ * (TM_ENOMEM) with out unchanged: the caller frees out. */
+tm_status tm__ag_record(const tm__record *r, tm_tensor *out);
 
-/* g summed over broadcast dims down to shape[ndim] (a new reference; g
- * itself, retained, when the shapes already match). */
-tm_tensor *tm__ag_sum_to(const tm_tensor *g, const int64_t *shape, int ndim);
-/* The saved tensor in slot (borrowed). */
+/* tm__ag_record for a recording hook (core/grad_hooks.h): returns out, or
+ * NULL with out freed on failure; a NULL out passes through. */
+tm_tensor *tm__ag_result(const tm__record *r, tm_tensor *out);
+
+/* The node's parameters as the struct T its op recorded (borrowed). */
+#define TM__AG_ARGS(n, T) ((const T *)(n)->args)
+/* The saved tensor in slot (borrowed; NULL when nothing was saved). */
 static inline const tm_tensor *tm__ag_saved(const tm__node *n, int slot)
 {
     return n->saved[slot];
 }
+/* g summed over broadcast dims down to shape[ndim] (a new reference; g
+ * itself, retained, when the shapes already match). */
+tm_tensor *tm__ag_sum_to(const tm_tensor *g, const int64_t *shape, int ndim);
 
 #endif

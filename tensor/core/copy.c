@@ -1,5 +1,5 @@
 /* copy.c — copies, dtype conversion, device transfer, element access. */
-#include "../autograd/grad_shape.h"
+#include "grad_hooks.h"
 
 #include <string.h>
 
@@ -25,7 +25,7 @@ static tm_tensor *tm__copy_as(const char *fn, const tm_tensor *t, tm_dtype dt,
         tm_free(o);
         return NULL;
     }
-    return tm__ag_record1(o, t, name, tm__gb_to_dtype, NULL, 0);
+    return tm__grad_to_dtype(o, t, name);
 }
 
 tm_tensor *tm_to_dtype(const tm_tensor *t, tm_dtype dt)
@@ -75,8 +75,7 @@ tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
         tm_free(o);
         return NULL;
     }
-    return tm__ag_record1(o, t, "ToCopyBackward", tm__gb_to_device,
-                          (int64_t[]){from}, 1);
+    return tm__grad_to_device(o, t, from);
 }
 
 tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)

@@ -1,5 +1,5 @@
 /* tensor.c — storage and tensor objects: lifetime, getters, validation. */
-#include "../autograd/autograd_impl.h"
+#include "tensor_impl.h"
 
 #include <stdio.h>
 #include <string.h>

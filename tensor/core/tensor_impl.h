@@ -111,6 +111,15 @@ double tm__load_f64(const void *p, tm_dtype dt);
 /* Stores a double into one element of dtype `dt` at p. */
 void tm__store_f64(void *p, tm_dtype dt, double v);
 
+/* ------------------------------------------------------------- autograd
+ * The autograd state a tensor carries (t->autograd) belongs to
+ * tensor/autograd/tape.c; the core only needs these two. */
+
+/* True when grad mode is on and t requires grad. */
+bool tm__ag_requires(const tm_tensor *t);
+/* Releases t's autograd state (called by tm_free). */
+void tm__ag_meta_free(tm_tensor *t);
+
 /* ------------------------------------------------------------- backends */
 
 extern const tm_backend tm__cpu_backend;

@@ -1,5 +1,5 @@
 /* view.c — views: new shape/strides/offset over the same storage. */
-#include "../autograd/grad_shape.h"
+#include "grad_hooks.h"
 
 #include <string.h>
 
@@ -13,9 +13,9 @@ tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
     CHECK_T(t);
     int a, b;
     if (t->ndim == 0)
-        return tm__ag_record1(tm__view_of(__func__, t, NULL, NULL, 0,
-                                          t->offset),
-                              t, "TransposeBackward", tm__gb_reshape, NULL, 0);
+        return tm__grad_reshape(tm__view_of(__func__, t, NULL, NULL, 0,
+                                            t->offset),
+                                t, "TransposeBackward");
     if (tm__wrap_dim(__func__, dim0, t->ndim, &a) ||
         tm__wrap_dim(__func__, dim1, t->ndim, &b))
         return NULL;
@@ -24,9 +24,9 @@ tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
     memcpy(st, t->strides, sizeof st);
     sh[a] = t->shape[b], sh[b] = t->shape[a];
     st[a] = t->strides[b], st[b] = t->strides[a];
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, t->ndim, t->offset),
-                          t, "TransposeBackward", tm__gb_transpose,
-                          (int64_t[]){a, b}, 2);
+    return tm__grad_transpose(tm__view_of(__func__, t, sh, st, t->ndim,
+                                          t->offset),
+                              t, a, b);
 }
 
 tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
@@ -40,7 +40,8 @@ tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
         TM_ERR(TM_EINVAL, "dims is NULL");
         return NULL;
     }
-    int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS], ip[TM_MAX_DIMS];
+    int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
+    int ip[TM_MAX_DIMS];
     bool seen[TM_MAX_DIMS] = {false};
     for (int i = 0; i < ndim; i++) {
         int d;
@@ -54,8 +55,8 @@ tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
         sh[i] = t->shape[d];
         st[i] = t->strides[d];
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, ndim, t->offset),
-                          t, "PermuteBackward", tm__gb_permute, ip, ndim);
+    return tm__grad_permute(tm__view_of(__func__, t, sh, st, ndim, t->offset),
+                            t, ip);
 }
 
 /* Resolves one -1 entry of `shape` against numel into out. */
@@ -156,8 +157,8 @@ tm_tensor *tm_view(const tm_tensor *t, const int64_t *shape, int ndim)
                tm__fmt_shape(sh, ndim, a + 96, sizeof a - 96));
         return NULL;
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, ndim, t->offset),
-                          t, "ViewBackward", tm__gb_reshape, NULL, 0);
+    return tm__grad_reshape(tm__view_of(__func__, t, sh, st, ndim, t->offset),
+                            t, "ViewBackward");
 }
 
 tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
@@ -177,7 +178,7 @@ tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
         v = tm__view_of(__func__, c, sh, st, ndim, c->offset);
         tm_free(c);
     }
-    return tm__ag_record1(v, t, "ReshapeBackward", tm__gb_reshape, NULL, 0);
+    return tm__grad_reshape(v, t, "ReshapeBackward");
 }
 
 tm_tensor *tm_flatten(const tm_tensor *t, int start_dim, int end_dim)
@@ -228,9 +229,8 @@ tm_tensor *tm_slice(const tm_tensor *t, int dim, int64_t start, int64_t stop,
     sh[d] = len;
     st[d] = t->strides[d] * step;
     int64_t off = t->offset + (len > 0 ? start * t->strides[d] : 0);
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, t->ndim, off), t,
-                          "SliceBackward", tm__gb_slice,
-                          (int64_t[]){d, len > 0 ? start : 0, step}, 3);
+    return tm__grad_slice(tm__view_of(__func__, t, sh, st, t->ndim, off), t,
+                          "SliceBackward", d, len > 0 ? start : 0, step);
 }
 
 tm_tensor *tm_narrow(const tm_tensor *t, int dim, int64_t start,
@@ -277,10 +277,9 @@ tm_tensor *tm_select(const tm_tensor *t, int dim, int64_t index)
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k,
-                                      t->offset + index * t->strides[d]),
-                          t, "SelectBackward", tm__gb_select,
-                          (int64_t[]){d, index}, 2);
+    return tm__grad_select(tm__view_of(__func__, t, sh, st, k,
+                                       t->offset + index * t->strides[d]),
+                           t, d, index);
 }
 
 tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
@@ -295,8 +294,8 @@ tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
-                          "SqueezeBackward", tm__gb_reshape, NULL, 0);
+    return tm__grad_reshape(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                            "SqueezeBackward");
 }
 
 tm_tensor *tm_squeeze_all(const tm_tensor *t)
@@ -309,8 +308,8 @@ tm_tensor *tm_squeeze_all(const tm_tensor *t)
         sh[k] = t->shape[i];
         st[k++] = t->strides[i];
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
-                          "SqueezeBackward", tm__gb_reshape, NULL, 0);
+    return tm__grad_reshape(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                            "SqueezeBackward");
 }
 
 tm_tensor *tm_unsqueeze(const tm_tensor *t, int dim)
@@ -335,8 +334,8 @@ tm_tensor *tm_unsqueeze(const tm_tensor *t, int dim)
             st[k++] = t->strides[i];
         }
     }
-    return tm__ag_record1(tm__view_of(__func__, t, sh, st, k, t->offset), t,
-                          "UnsqueezeBackward", tm__gb_reshape, NULL, 0);
+    return tm__grad_reshape(tm__view_of(__func__, t, sh, st, k, t->offset), t,
+                            "UnsqueezeBackward");
 }
 
 static tm_tensor *tm__expand(const char *fn, const tm_tensor *t,
@@ -380,8 +379,7 @@ static tm_tensor *tm__expand(const char *fn, const tm_tensor *t,
         }
     }
     if (tm__check_shape(fn, sh, ndim, t->dtype, NULL)) return NULL;
-    return tm__ag_record1(tm__view_of(fn, t, sh, st, ndim, t->offset), t,
-                          "ExpandBackward", tm__gb_expand, NULL, 0);
+    return tm__grad_expand(tm__view_of(fn, t, sh, st, ndim, t->offset), t);
 }
 
 tm_tensor *tm_expand(const tm_tensor *t, const int64_t *shape, int ndim)
@@ -408,7 +406,7 @@ tm_tensor *tm_as_strided(const tm_tensor *t, const int64_t *shape,
         tm__relabel_error(__func__, tm_last_status());
         return NULL;
     }
-    return tm__ag_record_as_strided(v, t);
+    return tm__grad_as_strided(v, t);
 }
 
 tm_status tm_broadcast_shapes(const int64_t *a, int na, const int64_t *b,

@@ -1,18 +1,13 @@
 /* binary.c — binary elementwise ops: a OP b with broadcasting and PyTorch's
  * type promotion, scalar ("wrapped number") variants and in-place forms. */
-#include "../autograd/grad_elementwise.h"
-#include "../core/tensor_impl.h"
+#include "op_table.h"
+#include "../core/grad_hooks.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------- helpers */
-
-static bool tm__is_pred(tm_binary_op op)
-{
-    return op >= TM_OP_EQ && op <= TM_OP_LOGICAL_XOR;
-}
 
 static tm_status tm__check_op(const char *fn, tm_binary_op op)
 {
@@ -42,23 +37,6 @@ static tm_status tm__bcast2(const char *fn, const tm_tensor *a,
                         tm__fmt_shape(a->shape, a->ndim, x, sizeof x),
                         tm__fmt_shape(b->shape, b->ndim, y, sizeof y));
     }
-    return TM_OK;
-}
-
-/* The dtype an op gives for operands promoted to pt. */
-static tm_dtype tm__result_dtype(tm_binary_op op, tm_dtype pt)
-{
-    if (tm__is_pred(op)) return TM_BOOL;
-    if (op == TM_OP_DIV && !tm_dtype_is_float(pt)) return TM_F32;
-    return pt;
-}
-
-static tm_status tm__check_bool_sub(const char *fn, tm_binary_op op,
-                                    tm_dtype pt)
-{
-    if (op == TM_OP_SUB && pt == TM_BOOL)
-        return tm__errf(TM_EDTYPE, fn, "subtraction of bool tensors is not "
-                        "supported; use logical_xor");
     return TM_OK;
 }
 
@@ -120,15 +98,16 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
 {
     int64_t shape[TM_MAX_DIMS];
     int nd;
-    if (tm__bcast2(fn, a, b, shape, &nd) || tm__check_bool_sub(fn, op, pt))
+    tm_dtype rdt; /* the op's row of TM_BINARY_OPS */
+    if (tm__bcast2(fn, a, b, shape, &nd) ||
+        tm__rule_dtype(fn, &tm__binary_ops[op], pt, &rdt))
         return NULL;
     const tm_backend *be = tm__backend(a, fn);
     if (!be) return NULL;
     tm_tensor *ta = NULL, *tb = NULL, *out = NULL;
     if (tm__round_operand(fn, a, pt, &ta) || tm__round_operand(fn, b, pt, &tb))
         goto done;
-    out = tm__tensor_new(fn, shape, nd, tm__result_dtype(op, pt),
-                         a->storage->device);
+    out = tm__tensor_new(fn, shape, nd, rdt, a->storage->device);
     if (!out) goto done;
     tm_buf o = tm__buf(out), ab = tm__buf_bcast(ta ? ta : a, shape, nd),
            bb = tm__buf_bcast(tb ? tb : b, shape, nd);
@@ -161,11 +140,7 @@ static tm_tensor *tm__binary(const char *fn, tm_binary_op op,
     if (tm__check_pair(fn, op, a, b)) return NULL;
     tm_tensor *out = tm__binary_new(fn, op, a, b,
                                     tm_promote_types(a->dtype, b->dtype));
-    if (out && tm__grad_binary(op, a, b, out)) {
-        tm_free(out);
-        return NULL;
-    }
-    return out;
+    return tm__grad_binary(out, op, a, b);
 }
 
 /* s op t (reverse) or t op s. */
@@ -179,11 +154,7 @@ static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
     tm_tensor *out = rev ? tm__binary_new(fn, op, st, t, pt)
                          : tm__binary_new(fn, op, t, st, pt);
     tm_free(st);
-    if (out && tm__grad_binary_scalar(op, t, s, rev, out)) {
-        tm_free(out);
-        return NULL;
-    }
-    return out;
+    return tm__grad_binary_scalar(out, op, t, s, rev);
 }
 
 /* a = a op b in place; pt is the promoted dtype of the operands. */
@@ -193,7 +164,9 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
 {
     int64_t shape[TM_MAX_DIMS];
     int nd;
-    if (tm__bcast2(fn, a, b, shape, &nd) || tm__check_bool_sub(fn, op, pt))
+    tm_dtype rdt;
+    if (tm__bcast2(fn, a, b, shape, &nd) ||
+        tm__rule_dtype(fn, &tm__binary_ops[op], pt, &rdt))
         return tm_last_status();
     if (nd != a->ndim ||
         memcmp(shape, a->shape, sizeof(int64_t) * (size_t)nd)) {
@@ -203,7 +176,6 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
                         tm__fmt_shape(b->shape, b->ndim, x, sizeof x),
                         tm__fmt_shape(a->shape, a->ndim, y, sizeof y));
     }
-    tm_dtype rdt = tm__result_dtype(op, pt);
     if (!tm__can_cast(rdt, a->dtype))
         return tm__errf(TM_EDTYPE, fn, "result type %s can't be cast to the "
                         "output dtype %s", tm_dtype_name(rdt),
@@ -390,9 +362,5 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
         r = r2;
     }
     tm_free(tc);
-    if (r && tm__grad_clamp_tensor(t, lo, hi, r)) {
-        tm_free(r);
-        return NULL;
-    }
-    return r;
+    return tm__grad_clamp_tensor(r, t, lo, hi);
 }

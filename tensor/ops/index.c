@@ -1,5 +1,5 @@
 /* index.c — gather, scatter, scatter_add, index_select, one_hot. */
-#include "../autograd/grad_shape.h"
+#include "../core/grad_hooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -63,9 +63,7 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
             return NULL;
         }
     }
-    const tm_tensor *ins[1] = {t};
-    return tm__ag_record(out, 1, ins, "GatherBackward", tm__gb_gather,
-                         (int64_t[]){d}, 1, index);
+    return tm__grad_gather(out, t, d, index);
 }
 
 /* dst[index along d] = src (or +=); src is a tensor or, when NULL, the
@@ -165,11 +163,7 @@ static tm_tensor *tm__scatter_copy(const char *fn, const tm_tensor *t,
         tm_free(out);
         return NULL;
     }
-    const tm_tensor *ins[2] = {t, src};
-    return tm__ag_record(out, has_src ? 2 : 1, ins,
-                         add ? "ScatterAddBackward" : "ScatterBackward",
-                         add ? tm__gb_scatter_add : tm__gb_scatter,
-                         (int64_t[]){d}, 1, index);
+    return tm__grad_scatter(out, t, d, index, has_src ? src : NULL, add);
 }
 
 tm_tensor *tm_scatter(const tm_tensor *t, int dim, const tm_tensor *index,
@@ -254,9 +248,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
             return NULL;
         }
     }
-    const tm_tensor *ins[1] = {t};
-    return tm__ag_record(out, 1, ins, "IndexSelectBackward",
-                         tm__gb_index_select, (int64_t[]){d}, 1, index);
+    return tm__grad_index_select(out, t, d, index);
 }
 
 tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)

@@ -4,7 +4,7 @@
  * tm_gemm records nothing for autograd (it writes into C in place); use
  * tm_matmul or tm_linear for gradients.  tm_linear records LinearBackward
  * (grad_linalg.c). */
-#include "../autograd/grad_linalg.h"
+#include "../core/grad_hooks.h"
 
 #include <string.h>
 
@@ -201,9 +201,8 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     wb.strides[0] = w->strides[1], wb.strides[1] = w->strides[0];
     if (be->gemm(&yb, &xb, &wb, 1.0, bias ? 1.0 : 0.0)) goto fail;
 done:
-    if (tm__grad_linear_record(x, w, bias, y)) goto fail;
     tm_free(xc);
-    return y;
+    return tm__grad_linear(y, x, w, bias);
 fail:
     tm_free(xc);
     tm_free(y);

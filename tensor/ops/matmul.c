@@ -1,5 +1,5 @@
 /* matmul.c — tm_matmul with numpy semantics: shapes, dtypes, batching. */
-#include "../autograd/grad_linalg.h"
+#include "../core/grad_hooks.h"
 
 #include <string.h>
 
@@ -109,10 +109,9 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     tm__contiguous_strides(obuf.shape, obuf.ndim, obuf.strides);
     if (be->gemm(&obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
 done:
-    if (tm__grad_matmul_record(a, b, out)) goto fail;
     tm_free(ac);
     tm_free(bc);
-    return out;
+    return tm__grad_matmul(out, a, b);
 fail:
     tm_free(ac);
     tm_free(bc);

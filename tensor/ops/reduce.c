@@ -2,7 +2,8 @@
  * reductions and cumsum: argument checks, result shapes and dtypes.  The
  * kernels see the input permuted so that the reduced dims come last (a
  * view of the same memory) and the output without its reduced dims. */
-#include "../autograd/grad_reduce.h"
+#include "op_table.h"
+#include "../core/grad_hooks.h"
 
 #include <string.h>
 
@@ -138,12 +139,11 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
                                   t->storage->device);
     if (!o) return NULL;
     tm_buf ob = tm__squeezed_buf(o, in.shape, t->ndim - nred);
-    if (be->reduce(op, &ob, &in, nred, p) ||
-        tm__grad_reduce_record(op, t, red, keepdim, p, o)) {
+    if (be->reduce(op, &ob, &in, nred, p)) {
         tm_free(o);
         return NULL;
     }
-    return o;
+    return tm__grad_reduce(o, op, t, red, p);
 }
 
 tm_tensor *tm_reduce(tm_reduce_op op, const tm_tensor *t, const int *dims,
@@ -291,11 +291,11 @@ static tm_status tm__minmax_dim(const char *fn, bool is_max,
                                   indices, values);
     if (st) return st;
     int d = dim < 0 ? dim + (t->ndim ? t->ndim : 1) : dim;
-    if ((st = tm__grad_minmax_dim_record(is_max, t, d, keepdim, *values,
-                                         *indices))) {
-        tm_free(*values);
+    if (!(*values = tm__grad_minmax_dim(*values, is_max, t, d, keepdim,
+                                        *indices))) {
+        st = tm_last_status();
         tm_free(*indices);
-        *values = *indices = NULL;
+        *indices = NULL;
     }
     return st;
 }
@@ -332,9 +332,9 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
         ob.shape[0] = ib.shape[0] = 1;
         ob.strides[0] = ib.strides[0] = 0;
     }
-    if (be->cumsum(&ob, &ib, d) || tm__grad_cumsum_record(t, d, o)) {
+    if (be->cumsum(&ob, &ib, d)) {
         tm_free(o);
         return NULL;
     }
-    return o;
+    return tm__grad_cumsum(o, t, d);
 }

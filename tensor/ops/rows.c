@@ -4,7 +4,7 @@
  * softmax along another dim hands them the input and the output with that
  * dim moved last (views of the same memory; the result itself is a fresh
  * contiguous tensor of the input's shape and dtype). */
-#include "../autograd/grad_linalg.h"
+#include "../core/grad_hooks.h"
 
 #include <math.h>
 #include <string.h>
@@ -60,11 +60,7 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
         return NULL;
     }
 done:
-    if (tm__grad_softmax_record(t, d, log, o)) {
-        tm_free(o);
-        return NULL;
-    }
-    return o;
+    return tm__grad_softmax(o, t, d, log);
 }
 
 tm_tensor *tm_softmax(const tm_tensor *t, int dim)
@@ -136,11 +132,7 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
         return NULL;
     }
 done:
-    if (tm__grad_norm_record(x, weight, bias, eps, rms, o)) {
-        tm_free(o);
-        return NULL;
-    }
-    return o;
+    return tm__grad_norm(o, x, weight, bias, eps, rms);
 }
 
 tm_tensor *tm_layer_norm(const tm_tensor *x, const tm_tensor *weight,

@@ -4,7 +4,7 @@
  * and each input is copied into a window of them (a tm_buf whose data
  * pointer is moved and whose shape is cut down), so the code runs on any
  * device that implements copy and fill. */
-#include "../autograd/grad_shape.h"
+#include "../core/grad_hooks.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -64,10 +64,9 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
     for (int i = 0; i < n && ref < 0; i++)
         if (!tm__legacy_empty(ts[i])) ref = i;
     if (ref < 0) /* only [0] tensors: an empty [0] result */
-        return tm__ag_record(tm__tensor_new(__func__, (int64_t[]){0}, 1, dt,
-                                            ts[0]->storage->device),
-                             n, (const tm_tensor *const *)ts, "CatBackward",
-                             tm__gb_cat, (int64_t[]){0}, 1, NULL);
+        return tm__grad_cat(tm__tensor_new(__func__, (int64_t[]){0}, 1, dt,
+                                           ts[0]->storage->device),
+                            ts, n, 0);
     const tm_tensor *r = ts[ref];
     int d;
     if (r->ndim == 0) {
@@ -126,8 +125,7 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
         }
         off += t->shape[d];
     }
-    return tm__ag_record(out, n, (const tm_tensor *const *)ts, "CatBackward",
-                         tm__gb_cat, (int64_t[]){d}, 1, NULL);
+    return tm__grad_cat(out, ts, n, d);
 }
 
 tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
@@ -178,9 +176,7 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
             return NULL;
         }
     }
-    return tm__ag_record(out, n, (const tm_tensor *const *)ts,
-                         "StackBackward", tm__gb_stack, (int64_t[]){d}, 1,
-                         NULL);
+    return tm__grad_stack(out, ts, n, d);
 }
 
 /* ---------------------------------------------------------------- split */
@@ -202,11 +198,10 @@ static int tm__pieces(const char *fn, const tm_tensor *t, int d,
         int64_t len = sizes ? sizes[i]
                             : (size - start < step ? size - start : step);
         shape[d] = len;
-        out[i] = tm__ag_record1(tm__view_of(fn, t, shape, t->strides,
+        out[i] = tm__grad_slice(tm__view_of(fn, t, shape, t->strides,
                                             t->ndim,
                                             t->offset + start * t->strides[d]),
-                                t, "SplitBackward", tm__gb_slice,
-                                (int64_t[]){d, start, 1}, 3);
+                                t, "SplitBackward", d, start, 1);
         if (!out[i]) {
             while (i-- > 0) {
                 tm_free(out[i]);
@@ -348,7 +343,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
         tm_free(out);
         return NULL;
     }
-    return tm__ag_record1(out, t, "PadBackward", tm__gb_pad, before, nd);
+    return tm__grad_pad(out, t, before);
 }
 
 /* --------------------------------------------------------------- repeat */
@@ -391,8 +386,7 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
                                     t->storage->device);
     if (!out) return NULL;
     if (tm_numel(out) == 0)
-        return tm__ag_record1(out, t, "RepeatBackward", tm__gb_repeat,
-                              repeats, nrep);
+        return tm__grad_repeat(out, t, repeats, nrep);
     tm_buf o = tm__buf(out), src = tm__buf(t);
     /* One copy from a stride-0 view: out seen as [r0, s0, r1, s1, ...]
      * (size-1 entries left out) reads t broadcast along every r dim. */
@@ -448,6 +442,5 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
         tm_free(out);
         return NULL;
     }
-    return tm__ag_record1(out, t, "RepeatBackward", tm__gb_repeat, repeats,
-                          nrep);
+    return tm__grad_repeat(out, t, repeats, nrep);
 }

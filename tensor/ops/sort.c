@@ -1,5 +1,5 @@
 /* sort.c — tm_sort, tm_argsort, tm_topk: stable sorting along one dim. */
-#include "../autograd/grad_reduce.h"
+#include "../core/grad_hooks.h"
 
 #include <string.h>
 
@@ -77,18 +77,16 @@ tm_status tm_sort(const tm_tensor *t, int dim, bool descending,
                   tm_tensor **values, tm_tensor **indices)
 {
     /* Recording the values needs the indices, wanted or not. */
-    bool rec = values && t && tm__ag_needed(1, &t);
+    bool rec = values && t && tm__ag_requires(t);
     tm_tensor *ix = NULL;
     if (indices) *indices = NULL;
     tm_status st = tm__sort(__func__, t, dim, descending, values,
                             indices || rec ? &ix : NULL);
     if (st) return st;
-    if (rec && (st = tm__grad_sort_record("SortBackward", t, dim, *values,
-                                          ix))) {
-        tm_free(*values);
-        *values = NULL;
+    if (rec && !(*values = tm__grad_sort(*values, "SortBackward", t, dim,
+                                         ix))) {
         tm_free(ix);
-        return st;
+        return tm_last_status();
     }
     if (indices) *indices = ix;
     else tm_free(ix);
@@ -134,7 +132,7 @@ tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
     /* A full stable sort: descending for the largest puts ties in index
      * order and NaN (the largest) first, as PyTorch's topk does.
      * Recording the values needs the indices, wanted or not. */
-    bool rec = values && tm__ag_needed(1, &t);
+    bool rec = values && tm__ag_requires(t);
     tm_status st = tm__sort(__func__, t, d, largest, values ? &v : NULL,
                             indices || rec ? &ix : NULL);
     if (st) return st;
@@ -143,10 +141,9 @@ tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
         tm_free(ix);
         return TM_ERR(tm_last_status(), "%s", tm_last_error());
     }
-    if (rec && (st = tm__grad_sort_record("TopkBackward", t, d, v, ix))) {
-        tm_free(v);
+    if (rec && !(v = tm__grad_sort(v, "TopkBackward", t, d, ix))) {
         tm_free(ix);
-        return st;
+        return tm_last_status();
     }
     if (values) *values = v;
     if (indices) *indices = ix;

@@ -2,26 +2,10 @@
  * wrappers (tm_neg ... tm_log2) and tm_clamp / tm_clamp_ with scalar
  * bounds.  Works out the result dtype (PyTorch's rules, see foundry/ops.h)
  * and hands the work to the backend's `unary` entry. */
-#include "../autograd/grad_elementwise.h"
-#include "../core/tensor_impl.h"
+#include "op_table.h"
+#include "../core/grad_hooks.h"
 
 #include <math.h>
-
-static const char *const tm__unary_names[TM_UNARY_OP_COUNT] = {
-    [TM_OP_NEG] = "neg", [TM_OP_ABS] = "abs", [TM_OP_SIGN] = "sign",
-    [TM_OP_EXP] = "exp", [TM_OP_LOG] = "log", [TM_OP_LOG1P] = "log1p",
-    [TM_OP_EXPM1] = "expm1", [TM_OP_SQRT] = "sqrt", [TM_OP_RSQRT] = "rsqrt",
-    [TM_OP_SIN] = "sin", [TM_OP_COS] = "cos", [TM_OP_TANH] = "tanh",
-    [TM_OP_SIGMOID] = "sigmoid", [TM_OP_RELU] = "relu",
-    [TM_OP_LEAKY_RELU] = "leaky_relu", [TM_OP_GELU] = "gelu",
-    [TM_OP_GELU_TANH] = "gelu_tanh", [TM_OP_SILU] = "silu",
-    [TM_OP_SOFTPLUS] = "softplus", [TM_OP_LOGICAL_NOT] = "logical_not",
-    [TM_OP_FLOOR] = "floor", [TM_OP_CEIL] = "ceil", [TM_OP_ROUND] = "round",
-    [TM_OP_TRUNC] = "trunc", [TM_OP_RECIPROCAL] = "reciprocal",
-    [TM_OP_SQUARE] = "square", [TM_OP_ERF] = "erf", [TM_OP_LOG2] = "log2",
-    [TM_OP_ISNAN] = "isnan", [TM_OP_ISINF] = "isinf",
-    [TM_OP_ISFINITE] = "isfinite", [TM_OP_CLAMP] = "clamp",
-};
 
 /* A clamp bound that keeps an integer tensor integer: none (NaN) or a
  * finite integral value.  Anything else is a float scalar, which makes the
@@ -31,42 +15,23 @@ static bool tm__int_bound(double v)
     return isnan(v) || (isfinite(v) && v == floor(v));
 }
 
-/* The dtype of op(t) for an input of dtype dt, in *out. */
+/* The dtype of op(t) for an input of dtype dt, in *out: the op's row of
+ * TM_UNARY_OPS, and for clamp the bounds. */
 static tm_status tm__unary_dtype(const char *fn, tm_unary_op op, tm_dtype dt,
                                  double p0, double p1, tm_dtype *out)
 {
+    const tm__op_info *info = &tm__unary_ops[op];
     if (!tm_dtype_is_valid(dt))
         return tm__errf(TM_EDTYPE, fn, "%s is not supported for dtype %s",
-                        tm__unary_names[op], tm_dtype_name(dt));
-    bool is_float = tm_dtype_is_float(dt);
-    switch (op) {
-    case TM_OP_NEG:
-        if (dt == TM_BOOL)
-            return tm__errf(TM_EDTYPE, fn, "negation of a bool tensor is not "
-                            "supported; use tm_logical_not");
-        *out = dt;
-        return TM_OK;
-    case TM_OP_ABS: case TM_OP_SIGN: case TM_OP_RELU: case TM_OP_FLOOR:
-    case TM_OP_CEIL: case TM_OP_ROUND: case TM_OP_TRUNC:
-        *out = dt;
-        return TM_OK;
-    case TM_OP_SQUARE: /* x * x: bool promotes to I64, as in PyTorch */
+                        info->name, tm_dtype_name(dt));
+    if (info->dtype != TM__DT_BOUNDS)
+        return tm__rule_dtype(fn, info, dt, out);
+    /* clamp: integers stay integers unless a bound is not integral */
+    if (tm_dtype_is_float(dt) || (isnan(p0) && isnan(p1))) *out = dt;
+    else if (tm__int_bound(p0) && tm__int_bound(p1))
         *out = dt == TM_BOOL ? TM_I64 : dt;
-        return TM_OK;
-    case TM_OP_LOGICAL_NOT: case TM_OP_ISNAN: case TM_OP_ISINF:
-    case TM_OP_ISFINITE:
-        *out = TM_BOOL;
-        return TM_OK;
-    case TM_OP_CLAMP:
-        if (is_float || (isnan(p0) && isnan(p1))) *out = dt;
-        else if (tm__int_bound(p0) && tm__int_bound(p1))
-            *out = dt == TM_BOOL ? TM_I64 : dt;
-        else *out = TM_F32;
-        return TM_OK;
-    default: /* float ops; leaky_relu too (PyTorch rejects integers) */
-        *out = is_float ? dt : TM_F32;
-        return TM_OK;
-    }
+    else *out = TM_F32;
+    return TM_OK;
 }
 
 static bool tm__unary_valid(const char *fn, tm_unary_op op)
@@ -114,11 +79,7 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
             return NULL;
         }
     }
-    if (tm__grad_unary(op, t, o, p0, p1)) {
-        tm_free(o);
-        return NULL;
-    }
-    return o;
+    return tm__grad_unary(o, op, t, p0, p1);
 }
 
 static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
@@ -131,7 +92,7 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
     if (st) return st;
     if (rd != t->dtype)
         return tm__errf(TM_EDTYPE, fn, "%s of a %s tensor gives %s, which "
-                        "cannot be written back into %s", tm__unary_names[op],
+                        "cannot be written back into %s", tm__unary_ops[op].name,
                         tm_dtype_name(t->dtype), tm_dtype_name(rd),
                         tm_dtype_name(t->dtype));
     if (tm__check_writable(fn, t)) return tm_last_status();

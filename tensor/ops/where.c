@@ -1,7 +1,6 @@
 /* where.c — selection ops built on the backend's `where`: tm_where,
  * masked_fill and the triangles tril/triu. */
-#include "../autograd/grad_elementwise.h"
-#include "../core/tensor_impl.h"
+#include "../core/grad_hooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,12 +57,11 @@ tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
     tm_tensor *out = tm__tensor_new(__func__, shape, nd,
                                     tm_promote_types(a->dtype, b->dtype),
                                     a->storage->device);
-    if (out && (tm__where_into(__func__, out, cond, a, b) ||
-                tm__grad_where(cond, a, b, out))) {
+    if (out && tm__where_into(__func__, out, cond, a, b)) {
         tm_free(out);
         return NULL;
     }
-    return out;
+    return tm__grad_where(out, cond, a, b);
 }
 
 /* ---------------------------------------------------------- masked_fill */
@@ -117,11 +115,11 @@ tm_tensor *tm_masked_fill(const tm_tensor *t, const tm_tensor *mask,
     if (tm__masked_args(__func__, t, mask, &m)) return NULL;
     tm_tensor *out = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype,
                                     t->storage->device);
-    if (out && (tm__masked_fill_into(__func__, out, t, m, value) ||
-                tm__grad_masked_fill(t, m, out))) {
+    if (out && tm__masked_fill_into(__func__, out, t, m, value)) {
         tm_free(out);
         out = NULL;
     }
+    out = tm__grad_masked_fill(out, t, m);
     tm_free((tm_tensor *)m);
     return out;
 }
@@ -180,12 +178,11 @@ static tm_tensor *tm__tri(const char *fn, const tm_tensor *t, int64_t k,
     if (tm__tri_check(fn, t)) return NULL;
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                     t->storage->device);
-    if (out && (tm__tri_into(fn, out, t, k, upper) ||
-                tm__grad_tri(t, k, upper, out))) {
+    if (out && tm__tri_into(fn, out, t, k, upper)) {
         tm_free(out);
         return NULL;
     }
-    return out;
+    return tm__grad_tri(out, t, k, upper);
 }
 
 static tm_status tm__tri_(const char *fn, tm_tensor *t, int64_t k, bool upper)

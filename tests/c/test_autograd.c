@@ -5,10 +5,12 @@
 
 #include "../../tensor/autograd/autograd_impl.h"
 
+typedef struct { double c; } scale_args;
+
 static tm_status scale_backward(tm__node *n, const tm_tensor *g,
                                 tm_tensor **gin)
 {
-    gin[0] = tm_mul_scalar(g, n->d[0]);
+    gin[0] = tm_mul_scalar(g, TM__AG_ARGS(n, scale_args)->c);
     return gin[0] ? TM_OK : tm_last_status();
 }
 
@@ -19,17 +21,13 @@ static tm_tensor *scale_op(tm_tensor *x, double c, bool save)
     tm_tensor *y = tm_mul_scalar(x, c);
     tm_no_grad_end(prev);
     const tm_tensor *ins[1] = {x};
-    if (y && tm__ag_needed(1, ins)) {
-        tm__node *n = tm__ag_node("ScaleBackward", scale_backward, 1, ins);
-        if (n) n->d[0] = c;
-        if (n && save && tm__ag_save(n, 0, x)) {
-            tm__ag_node_free(n);
-            n = NULL;
-        }
-        if (!n || tm__ag_attach(n, y)) { /* attach consumes n */
-            tm_free(y);
-            return NULL;
-        }
+    scale_args p = {c};
+    tm__record r = {.name = "ScaleBackward", .backward = scale_backward,
+                    .nin = 1, .in = ins, .save = {save ? x : NULL},
+                    .args = &p, .args_size = sizeof p};
+    if (y && tm__ag_record(&r, y)) {
+        tm_free(y);
+        return NULL;
     }
     return y;
 }
@@ -56,12 +54,11 @@ static tm_tensor *plus(tm_tensor *a, tm_tensor *b)
     tm_tensor *y = tm_add(a, b);
     tm_no_grad_end(prev);
     const tm_tensor *ins[2] = {a, b};
-    if (y && tm__ag_needed(2, ins)) {
-        tm__node *n = tm__ag_node("PlusBackward", plus_backward, 2, ins);
-        if (!n || tm__ag_attach(n, y)) {
-            tm_free(y);
-            return NULL;
-        }
+    tm__record r = {.name = "PlusBackward", .backward = plus_backward,
+                    .nin = 2, .in = ins};
+    if (y && tm__ag_record(&r, y)) {
+        tm_free(y);
+        return NULL;
     }
     return y;
 }
