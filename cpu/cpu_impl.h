@@ -1,11 +1,20 @@
 /*
  * cpu_impl.h — shared machinery of the CPU backend: a strided multi-operand
- * iterator and the kernel entry points of the CPU backend table.
+ * iterator, the elementwise engine and the kernel entry points of the CPU
+ * backend table.
  */
 #ifndef FOUNDRY_CPU_IMPL_H
 #define FOUNDRY_CPU_IMPL_H
 
 #include "../tensor/core/tensor_impl.h"
+
+/* Forces inlining of a loop template into its caller (so the op it is
+ * given as a constant function pointer is inlined too). */
+#if defined(__GNUC__)
+#define TM__ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TM__ALWAYS_INLINE inline
+#endif
 
 #define TM__ITER_MAX_OPS 4
 
@@ -35,6 +44,12 @@ void tm__iter_range(const tm__iter *it, int64_t begin, int64_t end,
  * ranges. */
 void tm__iter_run(const tm__iter *it, int64_t grain, tm__iter_fn fn,
                   void *ctx);
+
+/* Converts n elements from (src, sdt, sstride bytes) to (dst, ddt, dstride
+ * bytes), with the rules of tensor/core/convert.h (documented for users at
+ * tm_to_dtype).  cpu_convert.c. */
+void tm__convert(void *dst, tm_dtype ddt, int64_t dstride, const void *src,
+                 tm_dtype sdt, int64_t sstride, int64_t n);
 
 /* Elements per thread below which splitting does not pay. */
 #define TM__GRAIN 32768
@@ -79,7 +94,6 @@ tm_status tm__cpu_sort(const tm_buf *values, const tm_buf *indices,
 tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
                          tm_rng *rng);
 
-#endif
 
 /* ------------------------------------------------------ elementwise engine
  * Elementwise kernels are written once per compute type (F32, F64, I64) as
@@ -104,3 +118,5 @@ typedef void (*tm__ew_loop)(int64_t n, void *out, const void *const *in,
 tm_status tm__ew_run(const tm_buf *out, tm_dtype out_ct,
                      const tm_buf *const *ins, int nin, tm_dtype in_ct,
                      tm__ew_loop loop, void *ctx);
+
+#endif

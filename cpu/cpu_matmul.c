@@ -48,53 +48,24 @@ typedef struct {
  * in increasing k.  The row updates take restrict parameters and full-width
  * tiles pass nc == NB as a constant: at -O2 the compiler vectorizes only
  * loops whose trip count and aliasing it knows. */
-#define MM_LOOP(NAME, T)                                                      \
-    static inline void NAME##_row4(T *restrict c0, T *restrict c1,            \
-                                   T *restrict c2, T *restrict c3,            \
-                                   const T *restrict br, T x0, T x1, T x2,    \
-                                   T x3, int64_t nc)                          \
-    {                                                                         \
-        for (int64_t j = 0; j < nc; j++) {                                    \
-            const T y = br[j];                                                \
-            c0[j] += x0 * y;                                                  \
-            c1[j] += x1 * y;                                                  \
-            c2[j] += x2 * y;                                                  \
-            c3[j] += x3 * y;                                                  \
-        }                                                                     \
-    }                                                                         \
-    static inline void NAME##_row1(T *restrict c0, const T *restrict br,      \
-                                   T x0, int64_t nc)                          \
-    {                                                                         \
-        for (int64_t j = 0; j < nc; j++) c0[j] += x0 * br[j];                 \
-    }                                                                         \
-    static inline void NAME##_body(T *acc, const T *ap, const T *bp,          \
-                                   int64_t mc, int64_t kc, int64_t nc)        \
-    {                                                                         \
-        int64_t i = 0;                                                        \
-        for (; i + 4 <= mc; i += 4) {                                         \
-            T *c = acc + i * nc;                                              \
-            const T *a = ap + i * kc;                                         \
-            for (int64_t kk = 0; kk < kc; kk++)                               \
-                NAME##_row4(c, c + nc, c + 2 * nc, c + 3 * nc, bp + kk * nc,  \
-                            a[kk], a[kc + kk], a[2 * kc + kk],                \
-                            a[3 * kc + kk], nc);                              \
-        }                                                                     \
-        for (; i < mc; i++)                                                   \
-            for (int64_t kk = 0; kk < kc; kk++)                               \
-                NAME##_row1(acc + i * nc, bp + kk * nc, ap[i * kc + kk], nc); \
-    }                                                                         \
-    static void NAME(T *acc, const T *ap, const T *bp, int64_t mc,            \
-                     int64_t kc, int64_t nc)                                  \
-    {                                                                         \
-        if (nc == NB) NAME##_body(acc, ap, bp, mc, kc, NB);                   \
-        else NAME##_body(acc, ap, bp, mc, kc, nc);                            \
-    }
 
-MM_LOOP(mm_loop_f32, float)
-MM_LOOP(mm_loop_f64, double)
+#define MM_T float
+#define MM_N(name) mm_##name##_f32
+#include "matmul_loop_tmpl.h"
+#undef MM_T
+#undef MM_N
+#define MM_T double
+#define MM_N(name) mm_##name##_f64
+#include "matmul_loop_tmpl.h"
+#undef MM_T
+#undef MM_N
 /* Unsigned so that overflow wraps; the panels hold int64 values, which may
  * be read through the corresponding unsigned type. */
-MM_LOOP(mm_loop_u64, uint64_t)
+#define MM_T uint64_t
+#define MM_N(name) mm_##name##_u64
+#include "matmul_loop_tmpl.h"
+#undef MM_T
+#undef MM_N
 
 /* Byte offset of batch entry `bi` in buffer `t` (row-major over the batch
  * dims, which all buffers share). */

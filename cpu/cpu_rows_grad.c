@@ -21,45 +21,16 @@ typedef struct {
     double *part; /* per part: dw[cols], db[cols] */
 } tm__nrb;
 
-#define TM__NRB_ROW(T)                                                        \
-    static void tm__nrb_row_##T(const tm__nrb *c, int64_t r, double *pdw,    \
-                                double *pdb)                                 \
-    {                                                                         \
-        int64_t n = c->cols;                                                  \
-        const T *x = (const T *)c->x->data + r * n;                           \
-        const T *g = (const T *)c->g->data + r * n;                           \
-        const T *w = c->w && c->w->data ? (const T *)c->w->data : NULL;       \
-        T *dx = c->dx && c->dx->data ? (T *)c->dx->data + r * n : NULL;       \
-        double x0 = c->rms ? 0.0 : (double)x[0], s1 = 0, s2 = 0;              \
-        for (int64_t j = 0; j < n; j++) {                                     \
-            double d = (double)x[j] - x0;                                     \
-            s1 += d;                                                          \
-            s2 += d * d;                                                      \
-        }                                                                     \
-        double m1 = c->rms ? 0.0 : s1 / (double)n;                            \
-        double var = s2 / (double)n - m1 * m1;                                \
-        if (var < 0) var = 0;                                                 \
-        double mean = x0 + m1, rstd = 1.0 / sqrt(var + c->eps);               \
-        double a = 0, b = 0;                                                  \
-        for (int64_t j = 0; j < n; j++) {                                     \
-            double xh = ((double)x[j] - mean) * rstd;                         \
-            double gy = (double)g[j] * (w ? (double)w[j] : 1.0);              \
-            a += gy;                                                          \
-            b += gy * xh;                                                     \
-            if (pdw) pdw[j] += (double)g[j] * xh;                             \
-            if (pdb) pdb[j] += (double)g[j];                                  \
-        }                                                                     \
-        if (!dx) return;                                                      \
-        a = c->rms ? 0.0 : a / (double)n;                                     \
-        b /= (double)n;                                                       \
-        for (int64_t j = 0; j < n; j++) {                                     \
-            double xh = ((double)x[j] - mean) * rstd;                         \
-            double gy = (double)g[j] * (w ? (double)w[j] : 1.0);              \
-            dx[j] = (T)(rstd * (gy - a - xh * b));                            \
-        }                                                                     \
-    }
-TM__NRB_ROW(float)
-TM__NRB_ROW(double)
+#define NRB_T float
+#define NRB_N(name) name##_float
+#include "rows_grad_tmpl.h"
+#undef NRB_T
+#undef NRB_N
+#define NRB_T double
+#define NRB_N(name) name##_double
+#include "rows_grad_tmpl.h"
+#undef NRB_T
+#undef NRB_N
 
 static void tm__nrb_part(int part, int nparts, void *p)
 {

@@ -28,50 +28,82 @@ typedef struct {
 /* Runs shorter than this are sorted by insertion (stable too). */
 #define SORT_RUN 16
 
-/* NAME(v, tmp, n): stable sort of v[n], BEFORE(x, y) meaning "pair x
- * strictly before pair y"; tmp has room for n pairs.  Bottom-up merge sort over
- * insertion-sorted runs; the result ends in v. */
-#define SORT_DEFINE(NAME, BEFORE)                                          \
-    static void NAME(sort_pair *v, sort_pair *tmp, int64_t n)                                 \
-    {                                                                         \
-        for (int64_t lo = 0; lo < n; lo += SORT_RUN) {                        \
-            int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;               \
-            for (int64_t i = lo + 1; i < hi; i++) {                           \
-                sort_pair x = v[i];                                               \
-                int64_t j = i;                                                \
-                for (; j > lo && BEFORE(x, v[j - 1]); j--)                \
-                    v[j] = v[j - 1];                                          \
-                v[j] = x;                                                     \
-            }                                                                 \
-        }                                                                     \
-        sort_pair *src = v, *dst = tmp;                                          \
-        for (int64_t w = SORT_RUN; w < n; w *= 2) {                           \
-            for (int64_t lo = 0; lo < n; lo += 2 * w) {                       \
-                int64_t mid = lo + w < n ? lo + w : n;                        \
-                int64_t hi = lo + 2 * w < n ? lo + 2 * w : n;                 \
-                int64_t i = lo, j = mid, o = lo;                              \
-                /* take from the right only when strictly before: stable */   \
-                while (i < mid && j < hi)                                     \
-                    dst[o++] = BEFORE(src[j], src[i]) ? src[j++]          \
-                                                          : src[i++];         \
-                while (i < mid) dst[o++] = src[i++];                          \
-                while (j < hi) dst[o++] = src[j++];                           \
-            }                                                                 \
-            sort_pair *t = src;                                                     \
-            src = dst;                                                        \
-            dst = t;                                                          \
-        }                                                                     \
-        if (src != v) memcpy(v, src, sizeof *v * (size_t)n);                  \
+/* Stable sort of v[n], before(x, y) meaning "pair x strictly before pair
+ * y"; tmp has room for n pairs.  Bottom-up merge sort over
+ * insertion-sorted runs; the result ends in v.  Always inlined into the
+ * four orders below, so the comparison is inlined too. */
+static TM__ALWAYS_INLINE void sort_pairs(sort_pair *v, sort_pair *tmp,
+                                         int64_t n,
+                                         bool (*before)(sort_pair, sort_pair))
+{
+    for (int64_t lo = 0; lo < n; lo += SORT_RUN) {
+        int64_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;
+        for (int64_t i = lo + 1; i < hi; i++) {
+            sort_pair x = v[i];
+            int64_t j = i;
+            for (; j > lo && before(x, v[j - 1]); j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
     }
+    sort_pair *src = v, *dst = tmp;
+    for (int64_t w = SORT_RUN; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n;
+            int64_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, o = lo;
+            /* take from the right only when strictly before: stable */
+            while (i < mid && j < hi)
+                dst[o++] = before(src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid) dst[o++] = src[i++];
+            while (j < hi) dst[o++] = src[j++];
+        }
+        sort_pair *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, sizeof *v * (size_t)n);
+}
 
-#define SORT_F_LT(x, y) ((x).k.f < (y).k.f)
-#define SORT_F_GT(x, y) ((x).k.f > (y).k.f)
-#define SORT_I_LT(x, y) ((x).k.n < (y).k.n)
-#define SORT_I_GT(x, y) ((x).k.n > (y).k.n)
-SORT_DEFINE(sort_f_asc, SORT_F_LT)
-SORT_DEFINE(sort_f_desc, SORT_F_GT)
-SORT_DEFINE(sort_i_asc, SORT_I_LT)
-SORT_DEFINE(sort_i_desc, SORT_I_GT)
+static inline bool sort_f_lt(sort_pair x, sort_pair y)
+{
+    return x.k.f < y.k.f;
+}
+
+static inline bool sort_f_gt(sort_pair x, sort_pair y)
+{
+    return x.k.f > y.k.f;
+}
+
+static inline bool sort_i_lt(sort_pair x, sort_pair y)
+{
+    return x.k.n < y.k.n;
+}
+
+static inline bool sort_i_gt(sort_pair x, sort_pair y)
+{
+    return x.k.n > y.k.n;
+}
+
+
+static void sort_f_asc(sort_pair *v, sort_pair *tmp, int64_t n)
+{
+    sort_pairs(v, tmp, n, sort_f_lt);
+}
+
+static void sort_f_desc(sort_pair *v, sort_pair *tmp, int64_t n)
+{
+    sort_pairs(v, tmp, n, sort_f_gt);
+}
+
+static void sort_i_asc(sort_pair *v, sort_pair *tmp, int64_t n)
+{
+    sort_pairs(v, tmp, n, sort_i_lt);
+}
+
+static void sort_i_desc(sort_pair *v, sort_pair *tmp, int64_t n)
+{
+    sort_pairs(v, tmp, n, sort_i_gt);
+}
 
 typedef struct {
     const tm_buf *values, *indices, *in;
@@ -148,7 +180,8 @@ static void sort_part(int part, int nparts, void *p)
 {
     const sort_ctx *c = p;
     int64_t lo = c->rows * part / nparts, hi = c->rows * (part + 1) / nparts;
-    char *scr = c->scratch + (size_t)part * 2 * sizeof(sort_pair) * (size_t)c->n;
+    char *scr = c->scratch +
+                (size_t)part * 2 * sizeof(sort_pair) * (size_t)c->n;
     for (int64_t r = lo; r < hi; r++) sort_row(c, scr, r);
 }
 
@@ -176,7 +209,9 @@ tm_status tm__cpu_sort(const tm_buf *values, const tm_buf *indices,
     if (nparts > by_size) nparts = by_size;
     if (nparts > c.rows) nparts = c.rows;
     if (nparts < 1) nparts = 1;
-    c.scratch = tm__alloc((size_t)nparts * 2 * sizeof(sort_pair) * (size_t)c.n, "tm_sort");
+    c.scratch = tm__alloc((size_t)nparts * 2 * sizeof(sort_pair) *
+                              (size_t)c.n,
+                          "tm_sort");
     if (!c.scratch) return TM_ENOMEM;
     tm__parallel_parts((int)nparts, sort_part, &c);
     tm__dealloc(c.scratch);

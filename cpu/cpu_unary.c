@@ -15,6 +15,7 @@
  * identical for any thread count. */
 #include "cpu_impl.h"
 #include "vmath/vmath.h"
+#include "../tensor/ops/op_table.h"
 
 #include <math.h>
 
@@ -66,13 +67,6 @@ static inline double tm__softplus(double x, double beta, double threshold)
  * out[i] = op(a[i]) for i < n.  The switch is per chunk (at most
  * TM__EW_CHUNK elements), outside the element loop. */
 
-#define TM__LOOP(expr)                                                        \
-    for (int64_t i = 0; i < n; i++) {                                         \
-        T x = a[i];                                                           \
-        o[i] = (expr);                                                        \
-    }                                                                         \
-    break
-
 static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
 {
     typedef float T;
@@ -81,46 +75,100 @@ static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
     float *o = out;
     float p0 = (float)c->p0;
     switch (c->op) {
-    case TM_OP_NEG: TM__LOOP(-x);
-    case TM_OP_ABS: TM__LOOP(fabsf(x));
-    case TM_OP_SIGN: TM__LOOP(x > 0 ? 1.0f : x < 0 ? -1.0f : x);
+    case TM_OP_NEG:
+        for (int64_t i = 0; i < n; i++) o[i] = -a[i];
+        break;
+    case TM_OP_ABS:
+        for (int64_t i = 0; i < n; i++) o[i] = fabsf(a[i]);
+        break;
+    case TM_OP_SIGN:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x > 0 ? 1.0f : x < 0 ? -1.0f : x;
+        }
+        break;
     case TM_OP_EXP: tm__vexp_f32(n, a, o); break;
     case TM_OP_LOG: tm__vlog_f32(n, a, o); break;
-    case TM_OP_LOG1P: TM__LOOP(log1pf(x));
-    case TM_OP_EXPM1: TM__LOOP(expm1f(x));
-    case TM_OP_SQRT: TM__LOOP(sqrtf(x));
-    case TM_OP_RSQRT: TM__LOOP(1.0f / sqrtf(x));
-    case TM_OP_SIN: TM__LOOP(sinf(x));
-    case TM_OP_COS: TM__LOOP(cosf(x));
+    case TM_OP_LOG1P:
+        for (int64_t i = 0; i < n; i++) o[i] = log1pf(a[i]);
+        break;
+    case TM_OP_EXPM1:
+        for (int64_t i = 0; i < n; i++) o[i] = expm1f(a[i]);
+        break;
+    case TM_OP_SQRT:
+        for (int64_t i = 0; i < n; i++) o[i] = sqrtf(a[i]);
+        break;
+    case TM_OP_RSQRT:
+        for (int64_t i = 0; i < n; i++) o[i] = 1.0f / sqrtf(a[i]);
+        break;
+    case TM_OP_SIN:
+        for (int64_t i = 0; i < n; i++) o[i] = sinf(a[i]);
+        break;
+    case TM_OP_COS:
+        for (int64_t i = 0; i < n; i++) o[i] = cosf(a[i]);
+        break;
     case TM_OP_TANH: tm__vtanh_f32(n, a, o); break;
     case TM_OP_SIGMOID: tm__vsigmoid_f32(n, a, o); break;
     /* vectorized select (a branch mispredicted on random signs: 5 ns an
      * element); NaN passes through, -0 becomes +0 */
     case TM_OP_RELU: tm__vrelu_f32(n, a, o); break;
-    case TM_OP_LEAKY_RELU: TM__LOOP(x > 0 ? x : x * p0);
+    case TM_OP_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x > 0 ? x : x * p0;
+        }
+        break;
     /* gelu and gelu_tanh: vmath forms their large exponents in double
      * (rounding them in float would cost about 2z^2 ulps for large |z|);
      * softplus goes through double for the same reason. */
     case TM_OP_GELU: tm__vgelu_f32(n, a, o); break;
     case TM_OP_GELU_TANH: tm__vgelu_tanh_f32(n, a, o); break;
     case TM_OP_SILU: tm__vsilu_f32(n, a, o); break;
-    case TM_OP_SOFTPLUS: TM__LOOP((float)tm__softplus(x, c->p0, c->p1));
-    case TM_OP_FLOOR: TM__LOOP(floorf(x));
-    case TM_OP_CEIL: TM__LOOP(ceilf(x));
-    case TM_OP_ROUND: TM__LOOP(rintf(x)); /* half to even (default mode) */
-    case TM_OP_TRUNC: TM__LOOP(truncf(x));
-    case TM_OP_RECIPROCAL: TM__LOOP(1.0f / x);
-    case TM_OP_SQUARE: TM__LOOP(x * x);
-    case TM_OP_ERF: TM__LOOP(erff(x));
-    case TM_OP_LOG2: TM__LOOP(log2f(x));
+    case TM_OP_SOFTPLUS:
+        for (int64_t i = 0; i < n; i++)
+            o[i] = (float)tm__softplus(a[i], c->p0, c->p1);
+        break;
+    case TM_OP_FLOOR:
+        for (int64_t i = 0; i < n; i++) o[i] = floorf(a[i]);
+        break;
+    case TM_OP_CEIL:
+        for (int64_t i = 0; i < n; i++) o[i] = ceilf(a[i]);
+        break;
+    case TM_OP_ROUND: /* half to even (default mode) */
+        for (int64_t i = 0; i < n; i++) o[i] = rintf(a[i]);
+        break;
+    case TM_OP_TRUNC:
+        for (int64_t i = 0; i < n; i++) o[i] = truncf(a[i]);
+        break;
+    case TM_OP_RECIPROCAL:
+        for (int64_t i = 0; i < n; i++) o[i] = 1.0f / a[i];
+        break;
+    case TM_OP_SQUARE:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x * x;
+        }
+        break;
+    case TM_OP_ERF:
+        for (int64_t i = 0; i < n; i++) o[i] = erff(a[i]);
+        break;
+    case TM_OP_LOG2:
+        for (int64_t i = 0; i < n; i++) o[i] = log2f(a[i]);
+        break;
     case TM_OP_CLAMP: {
         /* NaN bound: none.  NaN x fails both tests and stays NaN; lo > hi
          * gives hi, as min(max(x, lo), hi). */
         float lo = isnan(c->p0) ? -INFINITY : (float)c->p0;
         float hi = isnan(c->p1) ? INFINITY : (float)c->p1;
-        TM__LOOP(x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x);
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+        }
+        break;
     }
-    default: TM__LOOP(x); /* excluded by tm__cpu_unary */
+    default: /* excluded by tm__cpu_unary */
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+        break;
     }
 }
 
@@ -132,39 +180,115 @@ static void tm__un_f64(int64_t n, void *out, const void *const *in, void *p)
     double *o = out;
     double p0 = c->p0;
     switch (c->op) {
-    case TM_OP_NEG: TM__LOOP(-x);
-    case TM_OP_ABS: TM__LOOP(fabs(x));
-    case TM_OP_SIGN: TM__LOOP(x > 0 ? 1.0 : x < 0 ? -1.0 : x);
-    case TM_OP_EXP: TM__LOOP(exp(x));
-    case TM_OP_LOG: TM__LOOP(log(x));
-    case TM_OP_LOG1P: TM__LOOP(log1p(x));
-    case TM_OP_EXPM1: TM__LOOP(expm1(x));
-    case TM_OP_SQRT: TM__LOOP(sqrt(x));
-    case TM_OP_RSQRT: TM__LOOP(1.0 / sqrt(x));
-    case TM_OP_SIN: TM__LOOP(sin(x));
-    case TM_OP_COS: TM__LOOP(cos(x));
-    case TM_OP_TANH: TM__LOOP(tanh(x));
-    case TM_OP_SIGMOID: TM__LOOP(tm__sigmoid(x));
-    case TM_OP_RELU: TM__LOOP(x <= 0 ? 0.0 : x);
-    case TM_OP_LEAKY_RELU: TM__LOOP(x > 0 ? x : x * p0);
-    case TM_OP_GELU: TM__LOOP(tm__gelu(x));
-    case TM_OP_GELU_TANH: TM__LOOP(tm__gelu_tanh(x));
-    case TM_OP_SILU: TM__LOOP(x * tm__sigmoid(x));
-    case TM_OP_SOFTPLUS: TM__LOOP(tm__softplus(x, c->p0, c->p1));
-    case TM_OP_FLOOR: TM__LOOP(floor(x));
-    case TM_OP_CEIL: TM__LOOP(ceil(x));
-    case TM_OP_ROUND: TM__LOOP(rint(x));
-    case TM_OP_TRUNC: TM__LOOP(trunc(x));
-    case TM_OP_RECIPROCAL: TM__LOOP(1.0 / x);
-    case TM_OP_SQUARE: TM__LOOP(x * x);
-    case TM_OP_ERF: TM__LOOP(erf(x));
-    case TM_OP_LOG2: TM__LOOP(log2(x));
+    case TM_OP_NEG:
+        for (int64_t i = 0; i < n; i++) o[i] = -a[i];
+        break;
+    case TM_OP_ABS:
+        for (int64_t i = 0; i < n; i++) o[i] = fabs(a[i]);
+        break;
+    case TM_OP_SIGN:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+        }
+        break;
+    case TM_OP_EXP:
+        for (int64_t i = 0; i < n; i++) o[i] = exp(a[i]);
+        break;
+    case TM_OP_LOG:
+        for (int64_t i = 0; i < n; i++) o[i] = log(a[i]);
+        break;
+    case TM_OP_LOG1P:
+        for (int64_t i = 0; i < n; i++) o[i] = log1p(a[i]);
+        break;
+    case TM_OP_EXPM1:
+        for (int64_t i = 0; i < n; i++) o[i] = expm1(a[i]);
+        break;
+    case TM_OP_SQRT:
+        for (int64_t i = 0; i < n; i++) o[i] = sqrt(a[i]);
+        break;
+    case TM_OP_RSQRT:
+        for (int64_t i = 0; i < n; i++) o[i] = 1.0 / sqrt(a[i]);
+        break;
+    case TM_OP_SIN:
+        for (int64_t i = 0; i < n; i++) o[i] = sin(a[i]);
+        break;
+    case TM_OP_COS:
+        for (int64_t i = 0; i < n; i++) o[i] = cos(a[i]);
+        break;
+    case TM_OP_TANH:
+        for (int64_t i = 0; i < n; i++) o[i] = tanh(a[i]);
+        break;
+    case TM_OP_SIGMOID:
+        for (int64_t i = 0; i < n; i++) o[i] = tm__sigmoid(a[i]);
+        break;
+    case TM_OP_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x <= 0 ? 0.0 : x;
+        }
+        break;
+    case TM_OP_LEAKY_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x > 0 ? x : x * p0;
+        }
+        break;
+    case TM_OP_GELU:
+        for (int64_t i = 0; i < n; i++) o[i] = tm__gelu(a[i]);
+        break;
+    case TM_OP_GELU_TANH:
+        for (int64_t i = 0; i < n; i++) o[i] = tm__gelu_tanh(a[i]);
+        break;
+    case TM_OP_SILU:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x * tm__sigmoid(x);
+        }
+        break;
+    case TM_OP_SOFTPLUS:
+        for (int64_t i = 0; i < n; i++)
+            o[i] = tm__softplus(a[i], c->p0, c->p1);
+        break;
+    case TM_OP_FLOOR:
+        for (int64_t i = 0; i < n; i++) o[i] = floor(a[i]);
+        break;
+    case TM_OP_CEIL:
+        for (int64_t i = 0; i < n; i++) o[i] = ceil(a[i]);
+        break;
+    case TM_OP_ROUND:
+        for (int64_t i = 0; i < n; i++) o[i] = rint(a[i]);
+        break;
+    case TM_OP_TRUNC:
+        for (int64_t i = 0; i < n; i++) o[i] = trunc(a[i]);
+        break;
+    case TM_OP_RECIPROCAL:
+        for (int64_t i = 0; i < n; i++) o[i] = 1.0 / a[i];
+        break;
+    case TM_OP_SQUARE:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x * x;
+        }
+        break;
+    case TM_OP_ERF:
+        for (int64_t i = 0; i < n; i++) o[i] = erf(a[i]);
+        break;
+    case TM_OP_LOG2:
+        for (int64_t i = 0; i < n; i++) o[i] = log2(a[i]);
+        break;
     case TM_OP_CLAMP: {
         double lo = isnan(c->p0) ? -INFINITY : c->p0;
         double hi = isnan(c->p1) ? INFINITY : c->p1;
-        TM__LOOP(x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x);
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+        }
+        break;
     }
-    default: TM__LOOP(x);
+    default:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+        break;
     }
 }
 
@@ -186,62 +310,107 @@ static void tm__un_i64(int64_t n, void *out, const void *const *in, void *p)
     const int64_t *a = in[0];
     int64_t *o = out;
     switch (c->op) {
-    case TM_OP_NEG: TM__LOOP((int64_t)(0u - (uint64_t)x));
-    case TM_OP_ABS: TM__LOOP(x < 0 ? (int64_t)(0u - (uint64_t)x) : x);
-    case TM_OP_SIGN: TM__LOOP((int64_t)(x > 0) - (int64_t)(x < 0));
-    case TM_OP_RELU: TM__LOOP(x > 0 ? x : 0);
-    case TM_OP_SQUARE: TM__LOOP((int64_t)((uint64_t)x * (uint64_t)x));
+    case TM_OP_NEG:
+        for (int64_t i = 0; i < n; i++) o[i] = (int64_t)(0u - (uint64_t)a[i]);
+        break;
+    case TM_OP_ABS:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x < 0 ? (int64_t)(0u - (uint64_t)x) : x;
+        }
+        break;
+    case TM_OP_SIGN:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = (int64_t)(x > 0) - (int64_t)(x < 0);
+        }
+        break;
+    case TM_OP_RELU:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x > 0 ? x : 0;
+        }
+        break;
+    case TM_OP_SQUARE:
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = (int64_t)((uint64_t)x * (uint64_t)x);
+        }
+        break;
     case TM_OP_CLAMP: {
         int64_t lo = tm__bound_i64(c->p0, INT64_MIN);
         int64_t hi = tm__bound_i64(c->p1, INT64_MAX);
-        TM__LOOP(x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x);
+        for (int64_t i = 0; i < n; i++) {
+            T x = a[i];
+            o[i] = x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+        }
+        break;
     }
-    default: TM__LOOP(x); /* floor, ceil, round, trunc: the identity */
+    default: /* floor, ceil, round, trunc: the identity */
+        for (int64_t i = 0; i < n; i++) o[i] = a[i];
+        break;
     }
 }
 
 /* Predicates: BOOL out (one byte 0/1) from F32, F64 or I64 in. */
-#define TM__PRED(nan_test, inf_test)                                       \
-    const T *a = in[0];                                                       \
-    uint8_t *o = out;                                                         \
-    switch (((const tm__un_ctx *)p)->op) {                                    \
-    case TM_OP_LOGICAL_NOT: TM__LOOP(x == 0);                                 \
-    case TM_OP_ISNAN: TM__LOOP(nan_test);                                     \
-    case TM_OP_ISINF: TM__LOOP(inf_test);                                     \
-    default: TM__LOOP(!(nan_test) && !(inf_test)); /* isfinite */             \
-    }
-
 static void tm__pred_f32(int64_t n, void *out, const void *const *in,
                          void *p)
 {
-    typedef float T;
-    TM__PRED(x != x, x == INFINITY || x == -INFINITY)
+    const float *a = in[0];
+    uint8_t *o = out;
+    switch (((const tm__un_ctx *)p)->op) {
+    case TM_OP_LOGICAL_NOT:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+        break;
+    case TM_OP_ISNAN:
+        for (int64_t i = 0; i < n; i++) o[i] = isnan(a[i]);
+        break;
+    case TM_OP_ISINF:
+        for (int64_t i = 0; i < n; i++) o[i] = isinf(a[i]);
+        break;
+    default: /* isfinite */
+        for (int64_t i = 0; i < n; i++) o[i] = isfinite(a[i]);
+        break;
+    }
 }
 
 static void tm__pred_f64(int64_t n, void *out, const void *const *in,
                          void *p)
 {
-    typedef double T;
-    TM__PRED(x != x, x == INFINITY || x == -INFINITY)
+    const double *a = in[0];
+    uint8_t *o = out;
+    switch (((const tm__un_ctx *)p)->op) {
+    case TM_OP_LOGICAL_NOT:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+        break;
+    case TM_OP_ISNAN:
+        for (int64_t i = 0; i < n; i++) o[i] = isnan(a[i]);
+        break;
+    case TM_OP_ISINF:
+        for (int64_t i = 0; i < n; i++) o[i] = isinf(a[i]);
+        break;
+    default: /* isfinite */
+        for (int64_t i = 0; i < n; i++) o[i] = isfinite(a[i]);
+        break;
+    }
 }
 
+/* Integers are never NaN or infinite. */
 static void tm__pred_i64(int64_t n, void *out, const void *const *in,
                          void *p)
 {
-    typedef int64_t T;
-    TM__PRED(((void)x, 0), ((void)x, 0))
-}
-
-/* Ops with an integer (I64) loop; the rest need a float result. */
-static bool tm__int_op(tm_unary_op op)
-{
-    switch (op) {
-    case TM_OP_NEG: case TM_OP_ABS: case TM_OP_SIGN: case TM_OP_RELU:
-    case TM_OP_SQUARE: case TM_OP_CLAMP: case TM_OP_FLOOR: case TM_OP_CEIL:
-    case TM_OP_ROUND: case TM_OP_TRUNC:
-        return true;
-    default:
-        return false;
+    const int64_t *a = in[0];
+    uint8_t *o = out;
+    switch (((const tm__un_ctx *)p)->op) {
+    case TM_OP_LOGICAL_NOT:
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] == 0;
+        break;
+    case TM_OP_ISNAN: case TM_OP_ISINF:
+        for (int64_t i = 0; i < n; i++) o[i] = 0;
+        break;
+    default: /* isfinite */
+        for (int64_t i = 0; i < n; i++) o[i] = 1;
+        break;
     }
 }
 
@@ -253,12 +422,12 @@ tm_status tm__cpu_unary(tm_unary_op op, const tm_buf *out, const tm_buf *in,
     tm__un_ctx c = {op, p0, p1};
     const tm_buf *ins[1] = {in};
     tm_dtype id = in->dtype, od = out->dtype;
-    bool pred = op == TM_OP_LOGICAL_NOT || op == TM_OP_ISNAN ||
-                op == TM_OP_ISINF || op == TM_OP_ISFINITE;
-    if (pred) {
+    /* the op's class (TM_UNARY_OPS) picks the loop family */
+    tm__op_class cls = tm__unary_ops[op].cls;
+    if (cls == TM__CLASS_PRED) {
         if (od != TM_BOOL)
-            return TM_ERR(TM_EDTYPE, "unary op %d writes bool, not %s",
-                          (int)op, tm_dtype_name(od));
+            return TM_ERR(TM_EDTYPE, "%s writes bool, not %s",
+                          tm__unary_ops[op].name, tm_dtype_name(od));
         if (id == TM_F64)
             return tm__ew_run(out, TM_BOOL, ins, 1, TM_F64, tm__pred_f64, &c);
         if (tm_dtype_is_float(id))
@@ -270,8 +439,9 @@ tm_status tm__cpu_unary(tm_unary_op op, const tm_buf *out, const tm_buf *in,
             return tm__ew_run(out, TM_F64, ins, 1, TM_F64, tm__un_f64, &c);
         return tm__ew_run(out, TM_F32, ins, 1, TM_F32, tm__un_f32, &c);
     }
-    if (!tm__int_op(op) || tm_dtype_is_float(id))
-        return TM_ERR(TM_EDTYPE, "unary op %d cannot produce %s from %s",
-                      (int)op, tm_dtype_name(od), tm_dtype_name(id));
+    if (cls != TM__CLASS_INT || tm_dtype_is_float(id))
+        return TM_ERR(TM_EDTYPE, "%s cannot produce %s from %s",
+                      tm__unary_ops[op].name, tm_dtype_name(od),
+                      tm_dtype_name(id));
     return tm__ew_run(out, TM_I64, ins, 1, TM_I64, tm__un_i64, &c);
 }

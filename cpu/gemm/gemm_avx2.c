@@ -12,12 +12,30 @@
     X(4, A, B) X(5, A, B)
 
 #define GM_P(op) _mm256_##op
-#include "gemm_kernel_tmpl.h"
+#define GK_ROWS GM_ROWS6
+#define GK_MR 6
 
-GM_KERNEL(gm_sgemm_avx2, 6, float, __m256, 8, ps)
-GM_KERNEL_ROW(gm_sgemm_avx2_row, 6, float, __m256, 8, ps)
-GM_KERNEL_ROW(gm_dgemm_avx2_row, 6, double, __m256d, 4, pd)
-GM_KERNEL(gm_dgemm_avx2, 6, double, __m256d, 4, pd)
+#define GK_T float
+#define GK_VEC __m256
+#define GK_W 8
+#define GK_S ps
+#define GK_NAME gm_sgemm_avx2
+#define GK_ROW gm_sgemm_avx2_row
+#include "gemm_kernel_tmpl.h"
+#undef GK_T
+#undef GK_VEC
+#undef GK_W
+#undef GK_S
+#undef GK_NAME
+#undef GK_ROW
+
+#define GK_T double
+#define GK_VEC __m256d
+#define GK_W 4
+#define GK_S pd
+#define GK_NAME gm_dgemm_avx2
+#define GK_ROW gm_dgemm_avx2_row
+#include "gemm_kernel_tmpl.h"
 
 const tm__gemm_kernel tm__sgemm_avx2 = {
     "avx2", gm_sgemm_avx2, 6, 16, 960, 256, 512, gm_sgemm_avx2_row};

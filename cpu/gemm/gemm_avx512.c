@@ -17,12 +17,30 @@
     X(4, A, B) X(5, A, B) X(6, A, B) X(7, A, B)
 
 #define GM_P(op) _mm512_##op
-#include "gemm_kernel_tmpl.h"
+#define GK_ROWS GM_ROWS8
+#define GK_MR 8
 
-GM_KERNEL(gm_sgemm_avx512, 8, float, __m512, 16, ps)
-GM_KERNEL_ROW(gm_sgemm_avx512_row, 8, float, __m512, 16, ps)
-GM_KERNEL_ROW(gm_dgemm_avx512_row, 8, double, __m512d, 8, pd)
-GM_KERNEL(gm_dgemm_avx512, 8, double, __m512d, 8, pd)
+#define GK_T float
+#define GK_VEC __m512
+#define GK_W 16
+#define GK_S ps
+#define GK_NAME gm_sgemm_avx512
+#define GK_ROW gm_sgemm_avx512_row
+#include "gemm_kernel_tmpl.h"
+#undef GK_T
+#undef GK_VEC
+#undef GK_W
+#undef GK_S
+#undef GK_NAME
+#undef GK_ROW
+
+#define GK_T double
+#define GK_VEC __m512d
+#define GK_W 8
+#define GK_S pd
+#define GK_NAME gm_dgemm_avx512
+#define GK_ROW gm_dgemm_avx512_row
+#include "gemm_kernel_tmpl.h"
 
 const tm__gemm_kernel tm__sgemm_avx512 = {
     "avx512", gm_sgemm_avx512, 8, 32, 960, 384, 512, gm_sgemm_avx512_row};

@@ -6,33 +6,24 @@
  * added.  Interface and summation order: gemm_impl.h. */
 #include "gemm_impl.h"
 
-#define GM_PORTABLE_UKR(NAME, T, MR, NR)                                      \
-    static void NAME(int64_t kc, const void *av, const void *bv,           \
-                     int64_t ldb, void *cv, int64_t ldc, double alpha,       \
-                     double beta)                                            \
-    {                                                                         \
-        const T *restrict a = av;                                              \
-        const T *restrict b = bv;                                              \
-        T *c = cv;                                                             \
-        T acc[MR][NR];                                                         \
-        for (int r = 0; r < MR; r++)                                           \
-            for (int j = 0; j < NR; j++) acc[r][j] = 0;                        \
-        for (int64_t p = 0; p < kc; p++, a += MR, b += ldb)                    \
-            for (int r = 0; r < MR; r++) {                                     \
-                const T x = a[r];                                              \
-                for (int j = 0; j < NR; j++) acc[r][j] += x * b[j];            \
-            }                                                                  \
-        const T al = (T)alpha, be = (T)beta;                                   \
-        for (int r = 0; r < MR; r++)                                           \
-            for (int j = 0; j < NR; j++) {                                     \
-                T v = al * acc[r][j];                                          \
-                if (be != 0) v = v + be * c[r * ldc + j];                      \
-                c[r * ldc + j] = v;                                            \
-            }                                                                  \
-    }
-
-GM_PORTABLE_UKR(gm_sgemm_portable_4x8, float, 4, 8)
-GM_PORTABLE_UKR(gm_dgemm_portable_4x4, double, 4, 4)
+#define GP_NAME gm_sgemm_portable_4x8
+#define GP_T float
+#define GP_MR 4
+#define GP_NR 8
+#include "gemm_portable_tmpl.h"
+#undef GP_NAME
+#undef GP_T
+#undef GP_MR
+#undef GP_NR
+#define GP_NAME gm_dgemm_portable_4x4
+#define GP_T double
+#define GP_MR 4
+#define GP_NR 4
+#include "gemm_portable_tmpl.h"
+#undef GP_NAME
+#undef GP_T
+#undef GP_MR
+#undef GP_NR
 
 const tm__gemm_kernel tm__sgemm_portable = {
     "portable", gm_sgemm_portable_4x8, 4, 8, 256, 256, 512, NULL};

@@ -116,35 +116,78 @@ static inline void tmv_dd_gt(float x, float *hi, float *lo)
 #include "vmath_tmpl.h"
 
 /* ------------------------------------------------------------ dispatch */
+
+/* One family's entry points. */
+typedef void (*tmv_fn)(int64_t n, const float *x, float *y);
+typedef struct {
+    tmv_fn exp, log, tanh, sigmoid, gelu, gelu_tanh, silu, relu;
+} tmv_family;
+
+#define TMV_FAMILY(fam)                                                       \
+    {tm__vexp_f32_##fam,       tm__vlog_f32_##fam,  tm__vtanh_f32_##fam,      \
+     tm__vsigmoid_f32_##fam,   tm__vgelu_f32_##fam,                           \
+     tm__vgelu_tanh_f32_##fam, tm__vsilu_f32_##fam, tm__vrelu_f32_##fam}
+
+static const tmv_family tmv_portable = TMV_FAMILY(portable);
 #if defined(__x86_64__)
-#define TMV_X86(f, n, x, y)                                                   \
-    case TM__ISA_AVX512: f##avx512(n, x, y); return;                         \
-    case TM__ISA_AVX2: f##avx2(n, x, y); return;
-#else
-#define TMV_X86(f, n, x, y)
+static const tmv_family tmv_avx2 = TMV_FAMILY(avx2);
+static const tmv_family tmv_avx512 = TMV_FAMILY(avx512);
 #endif
 #if defined(__aarch64__)
-#define TMV_ARM(f, n, x, y)                                                   \
-    case TM__ISA_NEON: f##neon(n, x, y); return;
-#else
-#define TMV_ARM(f, n, x, y)
+static const tmv_family tmv_neon = TMV_FAMILY(neon);
 #endif
 
-#define TMV_DISPATCH(name)                                                    \
-    void name(int64_t n, const float *x, float *y)                           \
-    {                                                                         \
-        switch (tm__cpu_isa()) {                                              \
-        TMV_X86(name##_, n, x, y)                                             \
-        TMV_ARM(name##_, n, x, y)                                             \
-        default: name##_portable(n, x, y); return;                           \
-        }                                                                     \
+/* The family of the CPU's kernel choice (cpu_features.h). */
+static const tmv_family *tmv_pick(void)
+{
+    switch (tm__cpu_isa()) {
+#if defined(__x86_64__)
+    case TM__ISA_AVX512: return &tmv_avx512;
+    case TM__ISA_AVX2: return &tmv_avx2;
+#endif
+#if defined(__aarch64__)
+    case TM__ISA_NEON: return &tmv_neon;
+#endif
+    default: return &tmv_portable;
     }
+}
 
-TMV_DISPATCH(tm__vexp_f32)
-TMV_DISPATCH(tm__vlog_f32)
-TMV_DISPATCH(tm__vtanh_f32)
-TMV_DISPATCH(tm__vsigmoid_f32)
-TMV_DISPATCH(tm__vgelu_f32)
-TMV_DISPATCH(tm__vgelu_tanh_f32)
-TMV_DISPATCH(tm__vsilu_f32)
-TMV_DISPATCH(tm__vrelu_f32)
+void tm__vexp_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->exp(n, x, y);
+}
+
+void tm__vlog_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->log(n, x, y);
+}
+
+void tm__vtanh_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->tanh(n, x, y);
+}
+
+void tm__vsigmoid_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->sigmoid(n, x, y);
+}
+
+void tm__vgelu_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->gelu(n, x, y);
+}
+
+void tm__vgelu_tanh_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->gelu_tanh(n, x, y);
+}
+
+void tm__vsilu_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->silu(n, x, y);
+}
+
+void tm__vrelu_f32(int64_t n, const float *x, float *y)
+{
+    tmv_pick()->relu(n, x, y);
+}

@@ -232,29 +232,70 @@ static inline V tmv_relu(V x)
 #else
 #define TMV_PREFETCH(p) ((void)(p))
 #endif
-#define TMV_DRIVER(name, fn)                                                  \
-    void TMV_CAT(name, TMV_FAM)(int64_t n, const float *x, float *y)          \
-    {                                                                         \
-        int64_t i = 0;                                                        \
-        for (; i + TMV_W <= n; i += TMV_W) {                                  \
-            TMV_PREFETCH(x + i);                                              \
-            V_STORE(y + i, fn(V_LOAD(x + i)));                                \
-        }                                                                     \
-        if (i < n) {                                                          \
-            float b[TMV_W] = {0};                                             \
-            memcpy(b, x + i, (size_t)(n - i) * sizeof *b);                    \
-            V_STORE(b, fn(V_LOAD(b)));                                        \
-            memcpy(y + i, b, (size_t)(n - i) * sizeof *b);                    \
-        }                                                                     \
+/* The driver of every function: whole vectors, then the tail through a
+ * zero-padded vector.  Always inlined into each entry point below, so fn
+ * (a constant there) is inlined too. */
+#if defined(__GNUC__)
+#define TMV_INLINE inline __attribute__((always_inline))
+#else
+#define TMV_INLINE inline
+#endif
+static TMV_INLINE void tmv_drive(int64_t n, const float *x, float *y,
+                                 V (*fn)(V))
+{
+    int64_t i = 0;
+    for (; i + TMV_W <= n; i += TMV_W) {
+        TMV_PREFETCH(x + i);
+        V_STORE(y + i, fn(V_LOAD(x + i)));
     }
+    if (i < n) {
+        float b[TMV_W] = {0};
+        memcpy(b, x + i, (size_t)(n - i) * sizeof *b);
+        V_STORE(b, fn(V_LOAD(b)));
+        memcpy(y + i, b, (size_t)(n - i) * sizeof *b);
+    }
+}
 
-TMV_DRIVER(tm__vexp_f32_, tmv_exp)
-TMV_DRIVER(tm__vlog_f32_, tmv_log)
-TMV_DRIVER(tm__vtanh_f32_, tmv_tanh)
-TMV_DRIVER(tm__vsigmoid_f32_, tmv_sigmoid)
-TMV_DRIVER(tm__vgelu_f32_, tmv_gelu)
-TMV_DRIVER(tm__vgelu_tanh_f32_, tmv_gelu_tanh)
-TMV_DRIVER(tm__vsilu_f32_, tmv_silu)
-TMV_DRIVER(tm__vrelu_f32_, tmv_relu)
+void TMV_CAT(tm__vexp_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_exp);
+}
+
+void TMV_CAT(tm__vlog_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_log);
+}
+
+void TMV_CAT(tm__vtanh_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_tanh);
+}
+
+void TMV_CAT(tm__vsigmoid_f32_, TMV_FAM)(int64_t n, const float *x,
+                                          float *y)
+{
+    tmv_drive(n, x, y, tmv_sigmoid);
+}
+
+void TMV_CAT(tm__vgelu_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_gelu);
+}
+
+void TMV_CAT(tm__vgelu_tanh_f32_, TMV_FAM)(int64_t n, const float *x,
+                                            float *y)
+{
+    tmv_drive(n, x, y, tmv_gelu_tanh);
+}
+
+void TMV_CAT(tm__vsilu_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_silu);
+}
+
+void TMV_CAT(tm__vrelu_f32_, TMV_FAM)(int64_t n, const float *x, float *y)
+{
+    tmv_drive(n, x, y, tmv_relu);
+}
 
 #endif

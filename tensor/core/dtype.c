@@ -1,5 +1,6 @@
-/* dtype.c — dtype facts, type promotion and element conversion. */
-#include "tensor_impl.h"
+/* dtype.c — dtype facts, type promotion, half-precision conversions and
+ * one-element loads and stores. */
+#include "convert.h"
 
 #include <math.h>
 #include <string.h>
@@ -185,137 +186,16 @@ uint16_t tm__f64_to_bf16(double d)
 }
 
 /* ------------------------------------------------------------ conversion
- * Every source is loaded into a wide value — double for float dtypes
- * (exact), int64 for integers and bool — and stored from it with one
- * rounding, so no conversion rounds twice (except integers beyond 2^53
- * into F16/BF16, which go through double). */
-
-static inline int64_t tm__sat_i64(double v, double lo, double hi)
-{
-    if (v != v) return 0;
-    if (v <= lo) return (int64_t)lo;
-    if (v >= hi) return (int64_t)hi;
-    return (int64_t)v;
-}
-
-static inline int64_t tm__f64_to_i64_sat(double v)
-{
-    if (v != v) return 0;
-    if (v >= 0x1p63) return INT64_MAX;
-    if (v < -0x1p63) return INT64_MIN;
-    return (int64_t)v;
-}
-
-#define LD_F32(p) ((double)*(const float *)(p))
-#define LD_F64(p) (*(const double *)(p))
-#define LD_F16(p) ((double)tm__f16_to_f32(*(const uint16_t *)(p)))
-#define LD_BF16(p) ((double)tm__bf16_to_f32(*(const uint16_t *)(p)))
-#define LD_I8(p) ((int64_t) * (const int8_t *)(p))
-#define LD_U8(p) ((int64_t) * (const uint8_t *)(p))
-#define LD_I16(p) ((int64_t) * (const int16_t *)(p))
-#define LD_I32(p) ((int64_t) * (const int32_t *)(p))
-#define LD_I64(p) (*(const int64_t *)(p))
-#define LD_BOOL(p) ((int64_t)(*(const uint8_t *)(p) != 0))
-
-/* Stores from a double (float source). */
-#define STF_F32(p, v) (*(float *)(p) = (float)(v))
-#define STF_F64(p, v) (*(double *)(p) = (v))
-#define STF_F16(p, v) (*(uint16_t *)(p) = tm__f64_to_f16(v))
-#define STF_BF16(p, v) (*(uint16_t *)(p) = tm__f64_to_bf16(v))
-#define STF_I8(p, v) (*(int8_t *)(p) = (int8_t)tm__sat_i64(v, -128.0, 127.0))
-#define STF_U8(p, v) (*(uint8_t *)(p) = (uint8_t)tm__sat_i64(v, 0.0, 255.0))
-#define STF_I16(p, v)                                                         \
-    (*(int16_t *)(p) = (int16_t)tm__sat_i64(v, -32768.0, 32767.0))
-#define STF_I32(p, v)                                                         \
-    (*(int32_t *)(p) = (int32_t)tm__sat_i64(v, -2147483648.0, 2147483647.0))
-#define STF_I64(p, v) (*(int64_t *)(p) = tm__f64_to_i64_sat(v))
-#define STF_BOOL(p, v) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
-
-/* Stores from an int64 (integer or bool source); narrowing wraps. */
-#define STI_F32(p, v) (*(float *)(p) = (float)(v))
-#define STI_F64(p, v) (*(double *)(p) = (double)(v))
-#define STI_F16(p, v) (*(uint16_t *)(p) = tm__f64_to_f16((double)(v)))
-#define STI_BF16(p, v) (*(uint16_t *)(p) = tm__f64_to_bf16((double)(v)))
-#define STI_I8(p, v) (*(int8_t *)(p) = (int8_t)(v))
-#define STI_U8(p, v) (*(uint8_t *)(p) = (uint8_t)(v))
-#define STI_I16(p, v) (*(int16_t *)(p) = (int16_t)(v))
-#define STI_I32(p, v) (*(int32_t *)(p) = (int32_t)(v))
-#define STI_I64(p, v) (*(int64_t *)(p) = (v))
-#define STI_BOOL(p, v) (*(uint8_t *)(p) = (uint8_t)((v) != 0))
-
-/* K: F (float source, store from double) or I (integer source). */
-#define TM__SRC_LIST(X, D)                                                    \
-    X(F32, F, D) X(F64, F, D) X(F16, F, D) X(BF16, F, D) X(I8, I, D)           \
-        X(U8, I, D) X(I16, I, D) X(I32, I, D) X(I64, I, D) X(BOOL, I, D)
-
-#define TM__CVT_FN(S, K, D)                                                   \
-    static void tm__cvt_##S##_##D(char *d, int64_t ds, const char *s,          \
-                                  int64_t ss, int64_t n)                      \
-    {                                                                         \
-        for (int64_t i = 0; i < n; i++, d += ds, s += ss)                     \
-            ST##K##_##D(d, LD_##S(s));                                        \
-    }
-
-#define TM__CVT_ALL_SRC(D) TM__SRC_LIST(TM__CVT_FN, D)
-TM__CVT_ALL_SRC(F32)
-TM__CVT_ALL_SRC(F64)
-TM__CVT_ALL_SRC(F16)
-TM__CVT_ALL_SRC(BF16)
-TM__CVT_ALL_SRC(I8)
-TM__CVT_ALL_SRC(U8)
-TM__CVT_ALL_SRC(I16)
-TM__CVT_ALL_SRC(I32)
-TM__CVT_ALL_SRC(I64)
-TM__CVT_ALL_SRC(BOOL)
-
-typedef void (*tm__cvt_fn)(char *, int64_t, const char *, int64_t, int64_t);
-
-#define TM__CVT_ENTRY(S, K, D) [TM_##S] = tm__cvt_##S##_##D,
-#define TM__CVT_ROW(D) [TM_##D] = {TM__SRC_LIST(TM__CVT_ENTRY, D)},
-static const tm__cvt_fn tm__cvt[TM_NUM_DENSE_DTYPES][TM_NUM_DENSE_DTYPES] = {
-    TM__CVT_ROW(F32) TM__CVT_ROW(F64) TM__CVT_ROW(F16) TM__CVT_ROW(BF16)
-        TM__CVT_ROW(I8) TM__CVT_ROW(U8) TM__CVT_ROW(I16) TM__CVT_ROW(I32)
-            TM__CVT_ROW(I64) TM__CVT_ROW(BOOL)};
-
-void tm__convert(void *dst, tm_dtype ddt, int64_t dstride, const void *src,
-                 tm_dtype sdt, int64_t sstride, int64_t n)
-{
-    if (n <= 0) return;
-    size_t es = tm_dtype_size(ddt);
-    if (ddt == sdt && ddt != TM_BOOL) { /* bool: normalise to 0/1 */
-        if (dstride == (int64_t)es && sstride == (int64_t)es) {
-            memmove(dst, src, (size_t)n * es);
-            return;
-        }
-        char *d = dst;
-        const char *s = src;
-        /* typed moves: a memcpy call per element costs ~10x more */
-        switch (es) {
-#define TM__MOVE(T)                                                           \
-    for (int64_t i = 0; i < n; i++, d += dstride, s += sstride)              \
-        *(T *)d = *(const T *)s;                                              \
-    return;
-        case 1: TM__MOVE(uint8_t)
-        case 2: TM__MOVE(uint16_t)
-        case 4: TM__MOVE(uint32_t)
-        case 8: TM__MOVE(uint64_t)
-#undef TM__MOVE
-        }
-        for (int64_t i = 0; i < n; i++, d += dstride, s += sstride)
-            memcpy(d, s, es);
-        return;
-    }
-    tm__cvt[ddt][sdt](dst, dstride, src, sstride, n);
-}
+ * One element through the rules of convert.h; the strided loops over
+ * many elements are the CPU backend's (cpu/cpu_convert.c). */
 
 double tm__load_f64(const void *p, tm_dtype dt)
 {
-    double v = 0;
-    tm__convert(&v, TM_F64, 8, p, dt, 0, 1);
-    return v;
+    return tm__is_float_src(dt) ? tm__ld_float(p, dt)
+                                : (double)tm__ld_int(p, dt);
 }
 
 void tm__store_f64(void *p, tm_dtype dt, double v)
 {
-    tm__convert(p, dt, 0, &v, TM_F64, 8, 1);
+    tm__st_float(p, dt, v);
 }

@@ -102,10 +102,6 @@ float tm__bf16_to_f32(uint16_t b);
 uint16_t tm__f32_to_bf16(float f);
 uint16_t tm__f64_to_bf16(double d);
 
-/* Converts n elements from (src, sdt, sstride bytes) to (dst, ddt, dstride
- * bytes), with the rules documented at tm_to_dtype. */
-void tm__convert(void *dst, tm_dtype ddt, int64_t dstride, const void *src,
-                 tm_dtype sdt, int64_t sstride, int64_t n);
 /* One element of dtype `dt` at p, as double. */
 double tm__load_f64(const void *p, tm_dtype dt);
 /* Stores a double into one element of dtype `dt` at p. */

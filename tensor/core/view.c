@@ -3,14 +3,9 @@
 
 #include <string.h>
 
-#define CHECK_T(t)                                                            \
-    do {                                                                      \
-        if (tm__check_tensor(__func__, (t), "tensor")) return NULL;           \
-    } while (0)
-
 tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int a, b;
     if (t->ndim == 0)
         return tm__grad_reshape(tm__view_of(__func__, t, NULL, NULL, 0,
@@ -31,7 +26,7 @@ tm_tensor *tm_transpose(const tm_tensor *t, int dim0, int dim1)
 
 tm_tensor *tm_permute(const tm_tensor *t, const int *dims, int ndim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     if (ndim != t->ndim) {
         TM_ERR(TM_EINVAL, "got %d dims for a %d-d tensor", ndim, t->ndim);
         return NULL;
@@ -144,7 +139,7 @@ static bool tm__view_strides(const tm_tensor *t, const int64_t *shape,
 
 tm_tensor *tm_view(const tm_tensor *t, const int64_t *shape, int ndim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
     if (tm__infer_shape(__func__, t, shape, ndim, sh)) return NULL;
     if (!tm__view_strides(t, sh, ndim, st)) {
@@ -163,7 +158,7 @@ tm_tensor *tm_view(const tm_tensor *t, const int64_t *shape, int ndim)
 
 tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
     if (tm__infer_shape(__func__, t, shape, ndim, sh)) return NULL;
     tm_tensor *v;
@@ -183,7 +178,7 @@ tm_tensor *tm_reshape(const tm_tensor *t, const int64_t *shape, int ndim)
 
 tm_tensor *tm_flatten(const tm_tensor *t, int start_dim, int end_dim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     if (t->ndim == 0) return tm_reshape(t, (int64_t[]){1}, 1);
     int s, e;
     if (tm__wrap_dim(__func__, start_dim, t->ndim, &s) ||
@@ -206,7 +201,7 @@ tm_tensor *tm_flatten(const tm_tensor *t, int start_dim, int end_dim)
 tm_tensor *tm_slice(const tm_tensor *t, int dim, int64_t start, int64_t stop,
                     int64_t step)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int d;
     if (t->ndim == 0) {
         TM_ERR(TM_EINVAL, "cannot slice a 0-d tensor");
@@ -236,7 +231,7 @@ tm_tensor *tm_slice(const tm_tensor *t, int dim, int64_t start, int64_t stop,
 tm_tensor *tm_narrow(const tm_tensor *t, int dim, int64_t start,
                      int64_t length)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int d;
     if (t->ndim == 0) {
         TM_ERR(TM_EINVAL, "cannot narrow a 0-d tensor");
@@ -256,7 +251,7 @@ tm_tensor *tm_narrow(const tm_tensor *t, int dim, int64_t start,
 
 tm_tensor *tm_select(const tm_tensor *t, int dim, int64_t index)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int d;
     if (t->ndim == 0) {
         TM_ERR(TM_EINVAL, "cannot select from a 0-d tensor");
@@ -284,7 +279,7 @@ tm_tensor *tm_select(const tm_tensor *t, int dim, int64_t index)
 
 tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int d;
     if (tm__wrap_dim(__func__, dim, t->ndim, &d)) return NULL;
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
@@ -300,7 +295,7 @@ tm_tensor *tm_squeeze(const tm_tensor *t, int dim)
 
 tm_tensor *tm_squeeze_all(const tm_tensor *t)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
     int k = 0;
     for (int i = 0; i < t->ndim; i++) {
@@ -314,7 +309,7 @@ tm_tensor *tm_squeeze_all(const tm_tensor *t)
 
 tm_tensor *tm_unsqueeze(const tm_tensor *t, int dim)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     int d;
     if (t->ndim >= TM_MAX_DIMS) {
         TM_ERR(TM_EINVAL, "a %d-d tensor cannot gain a dim (max %d)", t->ndim,
@@ -395,7 +390,7 @@ tm_tensor *tm_broadcast_to(const tm_tensor *t, const int64_t *shape, int ndim)
 tm_tensor *tm_as_strided(const tm_tensor *t, const int64_t *shape,
                          const int64_t *strides, int ndim, int64_t offset)
 {
-    CHECK_T(t);
+    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     if (ndim > 0 && !strides) {
         TM_ERR(TM_EINVAL, "strides is NULL");
         return NULL;
