@@ -20,6 +20,10 @@
  * - Results are new references (release with tm_free); failures return NULL
  *   or a negative tm_status with tm_last_error() set.
  * - Large ops are split over the thread pool (see tm_set_num_threads).
+ * - Arguments come in one order: the input tensors, then the dims an op
+ *   works along (`dims, ndims` or `dim`), then the op's own parameters
+ *   (a norm's order p, var's correction, a slope), then keepdim; outputs
+ *   written through pointers come last.
  */
 #ifndef FOUNDRY_OPS_H
 #define FOUNDRY_OPS_H
@@ -276,7 +280,7 @@ tm_tensor *tm_log2(const tm_tensor *t);
  * -inf (logsumexp), false (any), true (all) and is an error for
  * max/min/argmax/argmin.  Deterministic for a given thread count. */
 tm_tensor *tm_reduce(tm_reduce_op op, const tm_tensor *t, const int *dims,
-                     int ndims, bool keepdim, double p);
+                     int ndims, double p, bool keepdim);
 tm_tensor *tm_sum(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 tm_tensor *tm_mean(const tm_tensor *t, const int *dims, int ndims,
                    bool keepdim);
@@ -299,14 +303,14 @@ tm_tensor *tm_logsumexp(const tm_tensor *t, const int *dims, int ndims,
 /* Vector p-norm over the dims: p = 2 (scaled: no overflow), 1, INFINITY
  * (max |x|), -INFINITY (min |x|), 0 (count of non-zeros) or any other p:
  * (sum |x|^p)^(1/p).  NaN propagates; p = NaN is an error. */
-tm_tensor *tm_norm(const tm_tensor *t, double p, const int *dims, int ndims,
+tm_tensor *tm_norm(const tm_tensor *t, const int *dims, int ndims, double p,
                    bool keepdim);
 /* Logical any / all (result BOOL; x != 0, so NaN is true). */
 tm_tensor *tm_any(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 tm_tensor *tm_all(const tm_tensor *t, const int *dims, int ndims, bool keepdim);
 /* Index (I64) of the first largest / smallest element along `dim`; NaN
- * counts as largest (and smallest), as in PyTorch.  With all_dims set,
- * `dim` is ignored and the index is into the flattened tensor. */
+ * counts as largest (and smallest), as in PyTorch.  The _all forms reduce
+ * over every dim and index into the flattened tensor. */
 tm_tensor *tm_argmax(const tm_tensor *t, int dim, bool keepdim);
 tm_tensor *tm_argmin(const tm_tensor *t, int dim, bool keepdim);
 tm_tensor *tm_argmax_all(const tm_tensor *t);
@@ -340,7 +344,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b);
  * view: nothing is transposed in memory).  op(A) is [..., m, k], op(B)
  * [..., k, n] and c [..., m, n]; batch dims of a and b broadcast to c's.
  * Float dtypes, all three the same.  beta == 0 ignores c's old values (NaN
- * included).  F32 and F64 run on the packed SIMD GEMM (tensor/cpu/gemm.c). */
+ * included).  F32 and F64 run on the packed SIMD GEMM (cpu/gemm/). */
 tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
                   const tm_tensor *b, double beta, tm_tensor *c);
 /* y = x @ w^T + bias: x [..., in], w [out, in], bias [out] or NULL;

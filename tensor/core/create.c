@@ -1,5 +1,6 @@
 /* create.c — tensors from nothing, from values and from caller memory. */
 #include "tensor_impl.h"
+#include "../../cpu/cpu_fill.h"
 
 #include <math.h>
 #include <string.h>
@@ -101,10 +102,8 @@ tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
     int64_t n = (int64_t)count;
     tm_tensor *t = tm__tensor_new(__func__, &n, 1, dt, TM_CPU);
     if (!t) return NULL;
-    char *p = tm_data(t);
-    size_t es = tm_dtype_size(dt);
-    for (int64_t i = 0; i < n; i++)
-        tm__store_f64(p + (size_t)i * es, dt, start + (double)i * step);
+    tm_buf b = tm__buf(t);
+    tm__cpu_arange(&b, start, step);
     return t;
 }
 
@@ -116,14 +115,8 @@ tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt)
     }
     tm_tensor *t = tm__tensor_new(__func__, &steps, 1, dt, TM_CPU);
     if (!t) return NULL;
-    char *p = tm_data(t);
-    size_t es = tm_dtype_size(dt);
-    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
-    for (int64_t i = 0; i < steps; i++) {
-        double v = i == steps - 1 && steps > 1 ? end
-                                               : start + (double)i * step;
-        tm__store_f64(p + (size_t)i * es, dt, v);
-    }
+    tm_buf b = tm__buf(t);
+    tm__cpu_linspace(&b, start, end);
     return t;
 }
 
@@ -132,10 +125,8 @@ tm_tensor *tm_eye(int64_t n, int64_t m, tm_dtype dt)
     if (m < 0) m = n;
     tm_tensor *t = tm_zeros((int64_t[]){n, m}, 2, dt);
     if (!t) return NULL;
-    char *p = tm_data(t);
-    size_t es = tm_dtype_size(dt);
-    for (int64_t i = 0; i < n && i < m; i++)
-        tm__store_f64(p + (size_t)(i * m + i) * es, dt, 1.0);
+    tm_buf b = tm__buf(t);
+    tm__cpu_eye(&b);
     return t;
 }
 

@@ -147,7 +147,7 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
 }
 
 tm_tensor *tm_reduce(tm_reduce_op op, const tm_tensor *t, const int *dims,
-                     int ndims, bool keepdim, double p)
+                     int ndims, double p, bool keepdim)
 {
     return tm__reduce(__func__, op, t, dims, ndims, keepdim, p);
 }
@@ -181,7 +181,7 @@ tm_tensor *tm_std(const tm_tensor *t, const int *dims, int ndims,
                       correction);
 }
 
-tm_tensor *tm_norm(const tm_tensor *t, double p, const int *dims, int ndims,
+tm_tensor *tm_norm(const tm_tensor *t, const int *dims, int ndims, double p,
                    bool keepdim)
 {
     if (p != p) {

@@ -1,6 +1,7 @@
 /* where.c — selection ops built on the backend's `where`: tm_where,
  * masked_fill and the triangles tril/triu. */
 #include "../core/grad_hooks.h"
+#include "../../cpu/cpu_fill.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -147,10 +148,8 @@ static tm_status tm__tri_into(const char *fn, tm_tensor *out,
     tm_tensor *host = tm__tensor_new(fn, (int64_t[]){rows, cols}, 2, TM_BOOL,
                                      TM_CPU);
     if (!host) return tm_last_status();
-    uint8_t *m = tm_data(host);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) /* j - i: the diagonal of (i,j) */
-            m[i * cols + j] = upper ? j - i >= k : j - i <= k;
+    tm_buf hb = tm__buf(host);
+    tm__cpu_tri_mask(&hb, k, upper);
     tm_tensor *mask = tm_to(host, t->storage->device);
     tm_free(host);
     tm_tensor *zero = mask ? tm__scalar_on(fn, 0, t->dtype,

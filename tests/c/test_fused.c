@@ -9,8 +9,8 @@
 static double rel_err(const tm_tensor *a, const tm_tensor *b)
 {
     tm_tensor *d = tm_sub(a, b);
-    tm_tensor *nd = d ? tm_norm(d, 2, NULL, 0, false) : NULL;
-    tm_tensor *nb = tm_norm(b, 2, NULL, 0, false);
+    tm_tensor *nd = d ? tm_norm(d, NULL, 0, 2, false) : NULL;
+    tm_tensor *nb = tm_norm(b, NULL, 0, 2, false);
     double x = 1e30, y = 1;
     if (nd && nb) {
         tm_item(nd, &x);

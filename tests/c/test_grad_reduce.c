@@ -39,7 +39,7 @@ static tm_tensor *f_red(tm_tensor *const *in, void *vc)
     if (!x) return NULL;
     switch (c->kind) {
     case K_REDUCE:
-        y = tm_reduce(c->op, x, c->nd ? c->dims : NULL, c->nd, c->keep, c->p);
+        y = tm_reduce(c->op, x, c->nd ? c->dims : NULL, c->nd, c->p, c->keep);
         break;
     case K_MAXDIM: tm_max_dim(x, c->dims[0], c->keep, &y, &ix); break;
     case K_MINDIM: tm_min_dim(x, c->dims[0], c->keep, &y, &ix); break;

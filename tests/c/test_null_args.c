@@ -126,10 +126,10 @@ TEST(null_tensor_arguments_are_reported_not_dereferenced)
     CHECK_NULL_ERR(tm_logsumexp(NULL, NULL, 0, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_any(NULL, NULL, 0, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_all(NULL, NULL, 0, false), TM_EINVAL, "NULL");
-    CHECK_NULL_ERR(tm_reduce(TM_RED_SUM, NULL, NULL, 0, false, 0), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_reduce(TM_RED_SUM, NULL, NULL, 0, 0, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_var(NULL, NULL, 0, 1, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_std(NULL, NULL, 0, 1, false), TM_EINVAL, "NULL");
-    CHECK_NULL_ERR(tm_norm(NULL, 2, NULL, 0, false), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_norm(NULL, NULL, 0, 2, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_argmax(NULL, 0, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_argmin(NULL, 0, false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_cumsum(NULL, 0), TM_EINVAL, "NULL");

@@ -39,7 +39,7 @@ static tm_status red_dispatch(const tt_refcase *c, tm_tensor **got,
     if (fn) got[0] = fn(x, dp, nd, keep);
     else if (!strcmp(op, "var")) got[0] = tm_var(x, dp, nd, p, keep);
     else if (!strcmp(op, "std")) got[0] = tm_std(x, dp, nd, p, keep);
-    else if (!strcmp(op, "norm")) got[0] = tm_norm(x, p, dp, nd, keep);
+    else if (!strcmp(op, "norm")) got[0] = tm_norm(x, dp, nd, p, keep);
     else if (!strcmp(op, "argmax")) got[0] = tm_argmax(x, dim, keep);
     else if (!strcmp(op, "argmin")) got[0] = tm_argmin(x, dim, keep);
     else if (!strcmp(op, "argmax_all")) got[0] = tm_argmax_all(x);
@@ -89,9 +89,9 @@ TEST(reduce_errors_name_the_problem)
                    "tm_mean: dim 1 appears twice");
     CHECK_NULL_ERR(tm_var(a, (int[]){0}, -1, 1, false), TM_EINVAL,
                    "tm_var: ndims -1 is negative");
-    CHECK_NULL_ERR(tm_reduce(TM_REDUCE_OP_COUNT, a, NULL, 0, false, 0),
+    CHECK_NULL_ERR(tm_reduce(TM_REDUCE_OP_COUNT, a, NULL, 0, 0, false),
                    TM_EINVAL, "tm_reduce: unknown reduce op");
-    CHECK_NULL_ERR(tm_norm(a, NAN, NULL, 0, false), TM_EINVAL,
+    CHECK_NULL_ERR(tm_norm(a, NULL, 0, NAN, false), TM_EINVAL,
                    "tm_norm: order p is NaN");
     CHECK_NULL_ERR(tm_max(e, NULL, 0, false), TM_EINVAL,
                    "tm_max: cannot reduce 0 elements: dim 0 of shape [0,3] "
@@ -185,7 +185,7 @@ TEST(reduce_is_deterministic_per_thread_count)
         tm_tensor *once = tm_sum(x2, (int[]){1}, 1, false);
         r[k][0] = tm_sum(x2, (int[]){1}, 1, false);
         r[k][1] = tm_var(x, NULL, 0, 1, false);
-        r[k][2] = tm_norm(x, 2, NULL, 0, false);
+        r[k][2] = tm_norm(x, NULL, 0, 2, false);
         r[k][3] = tm_logsumexp(x, NULL, 0, false);
         r[k][4] = tm_sum(ii, NULL, 0, false);
         r[k][5] = tm_argmax_all(x);

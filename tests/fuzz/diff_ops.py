@@ -336,7 +336,7 @@ def t_reduce(ctx):
     if op == "norm":
         p = float(rng.choice([2, 2, 1, np.inf, -np.inf, 0, 3, 0.5]))
     ctx.log.append(f"x: {x.describe()}\n  dims={dims} keepdim={keep} p={p}")
-    h = ctx.lib.tm_reduce(RED.index(op), x.t, ints(dims) if dims else None, len(dims), keep, p)
+    h = ctx.lib.tm_reduce(RED.index(op), x.t, ints(dims) if dims else None, len(dims), p, keep)
     try:
         want, od = ref_reduce(op, x.v, dt, axes, keep, p)
     except ValueError:

@@ -55,7 +55,7 @@ SIGS = {
     "tm_clamp_": (ST, [T, D, D]), "tm_clamp_tensor": (T, [T, T, T]),
     "tm_unary": (T, [INT, T]), "tm_unary_": (ST, [INT, T]),
     "tm_leaky_relu": (T, [T, D]), "tm_softplus": (T, [T, D, D]),
-    "tm_reduce": (T, [INT, T, IP, INT, B, D]),
+    "tm_reduce": (T, [INT, T, IP, INT, D, B]),
     "tm_argmax": (T, [T, INT, B]), "tm_argmin": (T, [T, INT, B]),
     "tm_argmax_all": (T, [T]), "tm_argmin_all": (T, [T]),
     "tm_cumsum": (T, [T, INT]), "tm_matmul": (T, [T, T]),

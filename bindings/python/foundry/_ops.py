@@ -328,7 +328,7 @@ def norm(self, p=2, dim=None, keepdim=False):
     if p == "fro":
         p = 2
     dims, n = dims_arg(dim)
-    return wrap(lib.tm_norm(self._p, float(p), dims, n, bool(keepdim)))
+    return wrap(lib.tm_norm(self._p, dims, n, float(p), bool(keepdim)))
 
 
 _method("norm", norm)
