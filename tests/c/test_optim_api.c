@@ -1,5 +1,5 @@
 /*
- * test_optim_api.c — optimizer behaviour beyond the PyTorch trajectories:
+ * test_optim_api.c — optimizer behaviour beyond the PyTorch reference steps:
  * bit-exact resume from a state dict, thread-count and kernel-family
  * invariance, parameter groups and buffers, validation errors, gradient
  * accumulation, allocation failures.

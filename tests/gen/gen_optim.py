@@ -1,28 +1,82 @@
-"""Reference trajectories of torch.optim, values of torch.optim.lr_scheduler
-and results of torch.nn.utils.clip_grad_{norm,value}_ (tests/data/optim.ref,
+"""Reference steps of torch.optim, values of torch.optim.lr_scheduler and
+results of torch.nn.utils.clip_grad_{norm,value}_ (tests/data/optim.ref,
 used by tests/c/test_optim.c).  Needs torch; expected values come from
 PyTorch, never from Foundry.
 
-Optimizer cases ("optim"): two parameters, p1 [19] (one AVX-512 vector plus
-a tail) and p2 [3,4], each in its own group (group 2 has lr * lr2, and
-weight decay 0 when nd2 is set: Foundry's no-decay flag), run for 100 steps
-of the single-tensor (foreach=False) implementation on the loss whose
-gradient is, elementwise in the parameter's dtype,
+Optimizer cases ("optim_step"): two parameters, p1 [19] (one AVX-512
+vector plus a tail) and p2 [3,4], each in its own group (group 2 has
+lr * lr2, and weight decay 0 when nd2 is set: Foundry's no-decay flag).
+The single-tensor (foreach=False) implementation runs 100 steps on the loss
+whose gradient is, elementwise in the parameter's dtype,
     grad = a * (p - t) + 0.01 * (p * p)
-(computed the same way by the C test, so both sides see bitwise equal
-gradients while the parameters agree).  Outputs: p1, p2 after 10 steps and
-after 100 steps.
+and steps 1, 2, 10 and 100 are recorded, one case each: what torch had
+before the step (parameter, gradient, state) and after it (parameter,
+state, step count).  The C test loads the "before" into a Foundry
+optimizer (at step 1 both start from their own fresh state), takes that one
+step and compares.  One step at a time, because whole trajectories are
+ill-conditioned: in torch alone, a one-ulp nudge of the start moves the
+parameters by 13 times the 1e-6 tolerance within 10 steps
+(rmsprop_low_alpha_centered), 5 times over 100 (adam_low_betas), and by
+0.2 to 1.6 times it in the other F32 cases, so comparing them would measure
+the problem and the machine, not the optimizer; from a shared state errors
+cannot compound.
+
+Each parameter is one tensor per side, its rows stacked on a new first
+dim:
+    in   p, grad, then (steps > 1) the state before, in SLOTS order
+    out  p, then the state after, in SLOTS order
+    out  (all but SGD) i64 [2]: each parameter's step count after
+arg slots says which of the kind's SLOTS are kept (1) for this case.
 """
 import numpy as np
 import torch
 
 from refgen import Case, Input, rng, write
 
-STEPS, MID = 100, 10
+STEPS = 100
+RECORDED = (1, 2, 10, 100)
 KINDS = {"sgd": 0, "adam": 1, "adamw": 2, "rmsprop": 3, "adagrad": 4}
 CLS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam,
        "adamw": torch.optim.AdamW, "rmsprop": torch.optim.RMSprop,
        "adagrad": torch.optim.Adagrad}
+# Foundry's state names (tm_optim_state_dict: "state.<i>.<name>", in this
+# order) -> torch.optim's per-parameter state keys.  Both also keep "step"
+# (all but SGD): torch as a 0-d float tensor, Foundry as a 0-d int64.
+SLOTS = {
+    "sgd": {"momentum_buffer": "momentum_buffer"},
+    "adam": {"exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq",
+             "max_exp_avg_sq": "max_exp_avg_sq"},
+    "adamw": {"exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq",
+              "max_exp_avg_sq": "max_exp_avg_sq"},
+    "rmsprop": {"square_avg": "square_avg", "grad_avg": "grad_avg",
+                "momentum_buffer": "momentum_buffer"},
+    "adagrad": {"sum": "sum"},
+}
+# The C test's bound for one step of one element: |Foundry - torch| <= 4
+# ulps (of the dtype) of the largest magnitude the element had or took
+# (before, after, the update: so also where it crosses zero).  Foundry
+# runs PyTorch's operations in PyTorch's order with the same fused
+# multiply-adds, but PyTorch's vectorized sqrt is not correctly rounded
+# (ours is): a one-ulp difference there, through a division and an add,
+# is at most about 3 ulps of the result; measured: 2.  This assumes
+# PyTorch's vectorized CPU kernels (its AVX2 and AVX-512 ones fuse the
+# same multiply-adds: generated with either, this file comes out the same).
+# Its scalar fallback (ATEN_CPU_CAPABILITY=default) does not fuse, and
+# where a sum cancels (the L2-decayed gradient near the optimum) one
+# rounding more is many ulps of the result: do not generate with it.
+ULPS = 4
+
+
+def state_rows(kind, state):
+    """The kind's SLOTS kept in torch's `state` (one parameter's), as
+    (mask, arrays), and the step count (None for SGD)."""
+    keys = set(state) - {"step"}
+    mask = [int(t in keys) for t in SLOTS[kind].values()]
+    assert keys == {t for t, m in zip(SLOTS[kind].values(), mask) if m}, keys
+    rows = [state[t].detach().numpy().copy()
+            for t, m in zip(SLOTS[kind].values(), mask) if m]
+    step = int(state["step"].item()) if "step" in state else None
+    return mask, rows, step
 
 
 def optim_case(name, kind, dtype="f32", lr2=1.0, nd2=False, **hp):
@@ -47,42 +101,53 @@ def optim_case(name, kind, dtype="f32", lr2=1.0, nd2=False, **hp):
     # the arguments Foundry gets are the group's actual values, PyTorch's
     # defaults included
     grp = opt.param_groups[0]
-    mids = None
-    for step in range(STEPS):
+    args = dict(kind=KINDS[kind], lr=grp["lr"],
+                wd=grp.get("weight_decay", 0.0),
+                momentum=grp.get("momentum", 0.0),
+                dampening=grp.get("dampening", 0.0),
+                betas=list(grp.get("betas", (0.9, 0.999))),
+                eps=grp.get("eps", -1.0),
+                alpha=grp.get("alpha", 0.99),
+                lr_decay=grp.get("lr_decay", 0.0),
+                init_acc=grp.get("initial_accumulator_value", 0.0),
+                flags=[grp.get("nesterov", False),
+                       grp.get("centered", False),
+                       grp.get("amsgrad", False),
+                       grp.get("maximize", False), nd2],
+                lr2=lr2)
+    cases = []
+    for step in range(1, STEPS + 1):
+        before = [p.detach().numpy().copy() for p in params]
+        state0 = [state_rows(kind, opt.state[p]) for p in params]
         for p, ai, ti in zip(params, at, tt):
             p.grad = ai * (p.detach() - ti) + 0.01 * (p.detach() * p.detach())
+        grads = [p.grad.numpy().copy() for p in params]
         opt.step()
-        if step + 1 == MID:
-            mids = [p.detach().numpy().copy() for p in params]
-    ins = []
-    for x, t, s in zip(p0, tg, a):
-        ins += [Input(x, dtype), Input(t, dtype), Input(s, dtype)]
-    c = Case(name, "optim", ins,
-             kind=KINDS[kind], lr=grp["lr"],
-             wd=grp.get("weight_decay", 0.0),
-             momentum=grp.get("momentum", 0.0),
-             dampening=grp.get("dampening", 0.0),
-             betas=list(grp.get("betas", (0.9, 0.999))),
-             eps=grp.get("eps", -1.0),
-             alpha=grp.get("alpha", 0.99),
-             lr_decay=grp.get("lr_decay", 0.0),
-             init_acc=grp.get("initial_accumulator_value", 0.0),
-             flags=[grp.get("nesterov", False), grp.get("centered", False),
-                    grp.get("amsgrad", False), grp.get("maximize", False),
-                    nd2],
-             lr2=lr2, steps=[MID, STEPS])
-    for v in mids + [p.detach().numpy() for p in params]:
-        c.out(v, dtype)
-    # Foundry runs PyTorch's operations in PyTorch's order with the same
-    # fused multiply-adds; PyTorch's vectorized sqrt is not correctly
-    # rounded (ours is), so single-ulp differences enter and grow a little
-    # over 100 steps: 1e-6 relative (~8 ulp of F32), with an absolute
-    # floor of 1e-7 for elements that pass near zero.  F64: 1e-12.
-    return c.tol(1e-6, 1e-7) if dtype == "f32" else c.tol(1e-12, 1e-14)
+        if step not in RECORDED:
+            continue
+        state1 = [state_rows(kind, opt.state[p]) for p in params]
+        ins = []
+        for x, g, (_, rows, _) in zip(before, grads, state0):
+            # at step 1 both libraries start from their own fresh state
+            ins.append(Input(np.stack([x, g] + (rows if step > 1 else [])),
+                             dtype))
+        c = Case(f"{name}_step{step}", "optim_step", ins, **args, step=step,
+                 slots=state1[0][0], ulps=ULPS)
+        for p, (mask, rows, _) in zip(params, state1):
+            assert mask == state1[0][0]
+            c.out(np.stack([p.detach().numpy()] + rows), dtype)
+        if kind != "sgd":
+            c.out(np.array([n for _, _, n in state1], np.int64), "i64")
+        # ULPS is the bound (checked by the C test); the file's tolerance,
+        # checked as well, is the one of 1e-6 relative (about 8 ulps of
+        # F32) with an absolute floor of 1e-7; F64: 1e-12, 1e-14.
+        cases.append(c.tol(1e-6, 1e-7) if dtype == "f32"
+                     else c.tol(1e-12, 1e-14))
+    return cases
 
 
 def optim_cases():
-    return [
+    return [c for cases in [
         optim_case("sgd_plain", "sgd", lr=0.1),
         optim_case("sgd_momentum", "sgd", lr=0.05, momentum=0.9),
         optim_case("sgd_dampening_wd", "sgd", lr=0.05, momentum=0.9,
@@ -126,7 +191,7 @@ def optim_cases():
                    initial_accumulator_value=0.1, eps=1e-6),
         optim_case("adagrad_maximize_f64", "adagrad", "f64", lr=0.01,
                    maximize=True),
-    ]
+    ] for c in cases]
 
 
 SCHED = {"constant": 0, "step": 1, "exponential": 2, "cosine": 3,
