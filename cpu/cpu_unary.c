@@ -88,6 +88,9 @@ static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
         }
         break;
     case TM_OP_EXP: tm__vexp_f32(n, a, o); break;
+    case TM_OP_EXP2:
+        for (int64_t i = 0; i < n; i++) o[i] = exp2f(a[i]);
+        break;
     case TM_OP_LOG: tm__vlog_f32(n, a, o); break;
     case TM_OP_LOG1P:
         for (int64_t i = 0; i < n; i++) o[i] = log1pf(a[i]);
@@ -194,6 +197,9 @@ static void tm__un_f64(int64_t n, void *out, const void *const *in, void *p)
         break;
     case TM_OP_EXP:
         for (int64_t i = 0; i < n; i++) o[i] = exp(a[i]);
+        break;
+    case TM_OP_EXP2:
+        for (int64_t i = 0; i < n; i++) o[i] = exp2(a[i]);
         break;
     case TM_OP_LOG:
         for (int64_t i = 0; i < n; i++) o[i] = log(a[i]);

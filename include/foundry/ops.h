@@ -94,7 +94,8 @@ extern "C" {
     X(ISNAN,       "isnan",       PRED,  BOOL,     NULL)                      \
     X(ISINF,       "isinf",       PRED,  BOOL,     NULL)                      \
     X(ISFINITE,    "isfinite",    PRED,  BOOL,     NULL)                      \
-    X(CLAMP,       "clamp",       INT,   BOUNDS,   "ClampBackward")
+    X(CLAMP,       "clamp",       INT,   BOUNDS,   "ClampBackward")          \
+    X(EXP2,        "exp2",        FLOAT, FLOAT,    "Exp2Backward")
 
 #define TM_BINARY_OPS(X)                                                      \
     X(ADD,          "add",          INT,   SAME,    "AddBackward")            \
@@ -221,8 +222,8 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
  * the erf form, gelu_tanh the tanh approximation; softplus(x) =
  * log(1+exp(beta*x))/beta, and x where beta*x > threshold.
  * Result dtypes (PyTorch's rules):
- * - exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid gelu gelu_tanh silu
- *   softplus erf log2 reciprocal and leaky_relu: float inputs keep their
+ * - exp exp2 log log1p expm1 sqrt rsqrt sin cos tanh sigmoid gelu gelu_tanh
+ *   silu softplus erf log2 reciprocal and leaky_relu: float inputs keep their
  *   dtype; integer and bool inputs give F32.
  * - neg abs sign relu square floor ceil round trunc keep every dtype (floor
  *   etc. are the identity on integers; integer neg/abs/square wrap, so
@@ -241,6 +242,7 @@ tm_tensor *tm_neg(const tm_tensor *t);
 tm_tensor *tm_abs(const tm_tensor *t);
 tm_tensor *tm_sign(const tm_tensor *t);
 tm_tensor *tm_exp(const tm_tensor *t);
+tm_tensor *tm_exp2(const tm_tensor *t); /* 2^x */
 tm_tensor *tm_log(const tm_tensor *t);
 tm_tensor *tm_log1p(const tm_tensor *t);
 tm_tensor *tm_expm1(const tm_tensor *t);

@@ -25,7 +25,8 @@ static int unary_reads(tm_unary_op op)
     case TM_OP_NEG: case TM_OP_SIGN: case TM_OP_FLOOR: case TM_OP_CEIL:
     case TM_OP_ROUND: case TM_OP_TRUNC:
         return READS_NONE;
-    case TM_OP_EXP: case TM_OP_EXPM1: case TM_OP_SQRT: case TM_OP_RSQRT:
+    case TM_OP_EXP: case TM_OP_EXP2: case TM_OP_EXPM1: case TM_OP_SQRT:
+    case TM_OP_RSQRT:
     case TM_OP_TANH: case TM_OP_SIGMOID: case TM_OP_RELU:
     case TM_OP_RECIPROCAL:
         return READS_Y;
@@ -47,6 +48,9 @@ static tm_tensor *unary_grad(tm__scratch *s, const unary_args *p,
         t = tm__sc_unary(s, TM_OP_SIGN, x);
         return tm__sc_binary(s, TM_OP_MUL, g, t);
     case TM_OP_EXP: return tm__sc_binary(s, TM_OP_MUL, g, y);
+    case TM_OP_EXP2: /* 2^x ln 2 */
+        t = tm__sc_scalar(s, TM_OP_MUL, y, LN2);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
     case TM_OP_LOG: return tm__sc_binary(s, TM_OP_DIV, g, x);
     case TM_OP_LOG1P:
         t = tm__sc_scalar(s, TM_OP_ADD, x, 1);

@@ -180,6 +180,7 @@ static const ucase unary_cases[] = {
     {TM_OP_SQUARE, D_ANY, 0, 0, "square"},
     {TM_OP_ERF, D_ANY, 0, 0, "erf"},
     {TM_OP_LOG2, D_POS, 0, 0, "log2"},
+    {TM_OP_EXP2, D_ANY, 0, 0, "exp2"},
     {TM_OP_CLAMP, D_ANY, -0.5, 0.7, "clamp"},
     {TM_OP_CLAMP, D_ANY, -0.5, NAN, "clamp_min"},
     {TM_OP_CLAMP, D_ANY, NAN, 0.7, "clamp_max"},

@@ -31,7 +31,7 @@ static const tt_unary_entry tt_unary_ops[] = {
     {"round", TM_OP_ROUND, tm_round}, {"trunc", TM_OP_TRUNC, tm_trunc},
     {"reciprocal", TM_OP_RECIPROCAL, tm_reciprocal},
     {"square", TM_OP_SQUARE, tm_square}, {"erf", TM_OP_ERF, tm_erf},
-    {"log2", TM_OP_LOG2, tm_log2}, {"isnan", TM_OP_ISNAN, tm_isnan},
+    {"log2", TM_OP_LOG2, tm_log2}, {"exp2", TM_OP_EXP2, tm_exp2}, {"isnan", TM_OP_ISNAN, tm_isnan},
     {"isinf", TM_OP_ISINF, tm_isinf},
     {"isfinite", TM_OP_ISFINITE, tm_isfinite},
     {"clamp", TM_OP_CLAMP, NULL},

@@ -1,5 +1,5 @@
 """Reference cases for the unary elementwise family (tests/c/test_unary.c):
-tm_neg ... tm_log2, tm_leaky_relu, tm_softplus, tm_clamp, tm_unary and the
+tm_neg ... tm_log2, tm_exp2, tm_leaky_relu, tm_softplus, tm_clamp, tm_unary and the
 in-place tm_unary_ / tm_clamp_.
 
 Expected values are computed by numpy (and math.erf / math.erfc) in float64
@@ -410,7 +410,36 @@ def main():
             cases.append(c.out(clamp(x.value.astype(np.int64), **sat)
                                .astype(np.int64), dt))
 
+    cases += later_ops()
     write("unary.ref", cases, "tests/gen/gen_unary.py")
+
+
+# Ops added after the cases above were first written.  Each has its own
+# generator, so adding one leaves every earlier case's values as they are.
+LATER_FLOAT_OPS = {"exp2": (np.exp2, 33)}
+
+
+def later_ops():
+    cases = []
+    for op, (f, seed) in LATER_FLOAT_OPS.items():
+        orng = np.random.default_rng(seed)
+        # exact powers, both ends of f32's range (128 overflows, -149 is
+        # the last subnormal, -150 rounds to 0) and of f64's (1024)
+        v = np.array([0.0, 1.0, -1.0, 0.5, 10.0, -10.0, 127.0, 128.0,
+                      -126.0, -149.0, -150.0, 1023.0, 1024.0, -1074.0] +
+                     list(orng.standard_normal(10) * 5) + SPECIAL)
+        for k, dt in enumerate(FLOATS):
+            x = layout(v, dt, k + 1)
+            c = Case(f"{op}_{dt}_l{(k + 1) % 4}", op, [x])
+            c.out(f(f64_of(x)), dt).tol(*TOL[dt])
+            cases.append(c)
+        x = Input(np.array([0, 1, -1, 2, -3, 5, 10, -10, 100, 7]), "i32")
+        c = Case(f"{op}_i32_to_f32", op, [x])
+        cases.append(c.out(f(f64_of(x)), "f32").tol(*TOL["f32"]))
+        x = layout(v, "f32", 2)
+        c = Case(f"{op}_inplace_f32", op + "_", [x])
+        cases.append(c.out(f(f64_of(x)), "f32").tol(*TOL["f32"]))
+    return cases
 
 
 if __name__ == "__main__":
