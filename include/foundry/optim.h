@@ -19,9 +19,11 @@
  * PyTorch's CPU kernels fuse a multiply-add (add with alpha, lerp,
  * addcmul): Foundry fuses the same ones with an explicit fma, so every
  * kernel family and every thread count gives bitwise the same result.  The
- * per-element formulas are in docs/optim.md.  F32 trajectories agree with
- * PyTorch's to about 1e-7 relative over 100 steps (PyTorch's vectorized
- * sqrt is not correctly rounded; ours is).
+ * per-element formulas are in docs/optim.md.  One F32 step from the same
+ * parameters, gradients and state agrees with PyTorch's to a few ulps
+ * (PyTorch's vectorized sqrt is not correctly rounded; ours is); long
+ * trajectories can drift apart from there where the problem is chaotic,
+ * as two runs of PyTorch itself do.
  *
  * Parameters and groups.  An optimizer holds parameter groups, each with
  * its own full tm_optim_hparams.  Parameters are numbered in the order they
