@@ -97,7 +97,7 @@ tm_tensor *tm__grad_sort(tm_tensor *values, const char *name,
                          const tm_tensor *t, int dim,
                          const tm_tensor *indices);
 
-/* ------------------------------------------------- ops/matmul.c, linear.c */
+/* ------------------------------------------------------- ops/matmul.c */
 
 tm_tensor *tm__grad_matmul(tm_tensor *out, const tm_tensor *a,
                            const tm_tensor *b);
