@@ -6,8 +6,10 @@ import operator
 import numpy as np
 
 from . import _c
+from ._base import shape_args, to_dtype, wrap
 from ._c import ffi, lib
-from ._tensor import Tensor, wrap, shape_args, to_dtype
+from ._exports import export
+from ._tensor import Tensor
 
 # numpy dtypes Foundry can hold (bfloat16 has no numpy type).
 _NP_OK = frozenset(_c.BY_NP)
@@ -28,12 +30,14 @@ def _finish(t, requires_grad):
     return t
 
 
+@export
 def from_numpy(array):
     """A tensor sharing `array`'s memory (no copy).  The tensor's storage
     keeps the array alive; writes through either are seen by the other.
     A read-only array gives a tensor that refuses in-place writes.  Arrays
     whose strides are negative or not a multiple of the item size cannot be
-    shared (ValueError; copy them with foundry.tensor)."""
+    shared (ValueError; copy them with foundry.tensor).  Mirrors
+    torch.from_numpy."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, not "
                         f"{type(array).__name__}")
@@ -86,10 +90,12 @@ def _infer(data):
     return arr, arr.dtype.kind == "f"
 
 
+@export
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor with a copy of `data` (numbers, nested lists, numpy
     arrays, tensors).  Python floats become float32 (the default dtype),
-    ints int64, bools bool; numpy arrays keep their dtype."""
+    ints int64, bools bool; numpy arrays keep their dtype.  Mirrors
+    torch.tensor."""
     if isinstance(data, Tensor):
         t = data.detach().clone()
         return _finish(t if dtype is None else t.to(dtype), requires_grad)
@@ -119,9 +125,12 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     return _finish(t, requires_grad)
 
 
+@export
 def as_tensor(data, dtype=None):
-    """Shares memory with a numpy array of a supported dtype when no
-    conversion is needed; copies otherwise."""
+    """data as a tensor, sharing memory when it can: a tensor of the right
+    dtype is returned as is, a numpy array of a supported dtype is shared
+    when no conversion is needed; anything else is copied.  Mirrors
+    torch.as_tensor."""
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if (isinstance(data, np.ndarray) and data.dtype.name in _NP_OK and
@@ -136,21 +145,24 @@ def _dt(dtype, default=_c.float32):
     return default if dtype is None else to_dtype(dtype)
 
 
-def _factory(c_fn):
+def _factory(name, c_fn, what):
     def make(*size, dtype=None, requires_grad=False, device=None):
         s, n = shape_args(size)
         return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad)
-    return make
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
+                    f"sequence); float32 unless dtype is given.  Mirrors "
+                    f"torch.{name}.")
+    return export(make)
 
 
-zeros = _factory(lib.tm_zeros)
-ones = _factory(lib.tm_ones)
-empty = _factory(lib.tm_empty)
-rand = _factory(lib.tm_rand)
-randn = _factory(lib.tm_randn)
-for _f, _n in ((zeros, "zeros"), (ones, "ones"), (empty, "empty"),
-               (rand, "rand"), (randn, "randn")):
-    _f.__name__ = _f.__qualname__ = _n
+zeros = _factory("zeros", lib.tm_zeros, "zeros")
+ones = _factory("ones", lib.tm_ones, "ones")
+empty = _factory("empty", lib.tm_empty, "uninitialised elements")
+rand = _factory("rand", lib.tm_rand, "uniform numbers in [0, 1) from the "
+                "default generator")
+randn = _factory("randn", lib.tm_randn, "standard normal numbers from the "
+                 "default generator")
 
 
 def _scalar_dtype(*values):
@@ -161,15 +173,23 @@ def _scalar_dtype(*values):
     return _c.float32
 
 
+@export
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of `size` filled with fill_value; the dtype is inferred from
+    fill_value (bool, int64 or float32) unless given.  Mirrors
+    torch.full."""
     s, n = shape_args((size,))
     dt = _scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(s, n, float(fill_value), dt.c)),
                    requires_grad)
 
 
+@export
 def arange(start, end=None, step=1, dtype=None, requires_grad=False,
            device=None):
+    """start, start + step, ... below end (arange(n): 0 .. n-1); int64 when
+    every argument is an int, else float32, unless dtype is given.  Mirrors
+    torch.arange."""
     if end is None:
         start, end = 0, start
     dt = _scalar_dtype(start, end, step) if dtype is None else \
@@ -180,21 +200,30 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False,
                    requires_grad)
 
 
+@export
 def linspace(start, end, steps, dtype=None, requires_grad=False,
              device=None):
+    """`steps` evenly spaced numbers from start to end inclusive; float32
+    unless dtype is given.  Mirrors torch.linspace."""
     return _finish(wrap(lib.tm_linspace(start, end, operator.index(steps),
                                         _dt(dtype).c)), requires_grad)
 
 
+@export
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    """An n x m (default n x n) matrix with ones on the diagonal; float32
+    unless dtype is given.  Mirrors torch.eye."""
     return _finish(wrap(lib.tm_eye(operator.index(n), -1 if m is None else
                                    operator.index(m), _dt(dtype).c)),
                    requires_grad)
 
 
+@export
 def randint(low, high=None, size=None, dtype=None, requires_grad=False,
             device=None):
-    """Integers in [low, high) (randint(high, size) starts at 0)."""
+    """Integers drawn uniformly from [low, high) (randint(high, size) starts
+    at 0) by the default generator, int64 unless dtype is given (one that
+    holds every integer of the range).  Mirrors torch.randint."""
     if size is None:
         if high is None or isinstance(high, numbers.Integral):
             raise TypeError("randint() needs a size, e.g. "
@@ -209,36 +238,40 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
                    requires_grad)
 
 
-def _like(c_fn):
+def _like(name, c_fn, what):
     def make(input, dtype=None, requires_grad=False, device=None):
         dt = input.dtype if dtype is None else to_dtype(dtype)
         s = lib.tm_shape(input._p)
         return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad)
-    return make
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
+                    f"dtype is given).  Mirrors torch.{name}.")
+    return export(make)
 
 
-zeros_like = _like(lib.tm_zeros)
-ones_like = _like(lib.tm_ones)
-empty_like = _like(lib.tm_empty)
-rand_like = _like(lib.tm_rand)
-randn_like = _like(lib.tm_randn)
+zeros_like = _like("zeros_like", lib.tm_zeros, "zeros")
+ones_like = _like("ones_like", lib.tm_ones, "ones")
+empty_like = _like("empty_like", lib.tm_empty, "uninitialised elements")
+rand_like = _like("rand_like", lib.tm_rand, "uniform numbers in [0, 1)")
+randn_like = _like("randn_like", lib.tm_randn, "standard normal numbers")
 
 
+@export
 def full_like(input, fill_value, dtype=None, requires_grad=False,
               device=None):
+    """A tensor of input's shape and dtype (unless dtype is given) filled
+    with fill_value.  Mirrors torch.full_like."""
     dt = input.dtype if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(lib.tm_shape(input._p), input.ndim,
                                     float(fill_value), dt.c)), requires_grad)
 
 
+@export
 def randint_like(input, low=0, high=None, dtype=None):
+    """Integers in [low, high) of input's shape and dtype (unless dtype is
+    given); randint_like(input, high) starts at 0.  Mirrors
+    torch.randint_like."""
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape,
                    dtype=input.dtype if dtype is None else dtype)
-
-
-def manual_seed(seed):
-    """Reseeds the default generator (rand, randn, dropout, init, ...)."""
-    seed = operator.index(seed)
-    lib.tm_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)

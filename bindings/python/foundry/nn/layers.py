@@ -4,7 +4,7 @@ import math
 
 from .. import _c
 from .._create import empty, ones, zeros
-from .._tensor import to_dtype
+from .._base import to_dtype
 from . import functional as F
 from . import init
 from .module import Module, Parameter

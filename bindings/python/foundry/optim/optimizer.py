@@ -1,7 +1,8 @@
 """Optimizer base class and the five optimizers."""
 from .. import _c
 from .._c import ffi, lib
-from .._tensor import Tensor, wrap_borrowed
+from .._base import wrap_borrowed
+from .._tensor import Tensor
 
 # hyperparameter name in PyTorch -> field of tm_optim_hparams
 _FIELDS = ("lr", "weight_decay", "momentum", "dampening", "eps", "alpha",
