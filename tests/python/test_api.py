@@ -186,6 +186,9 @@ def test_every_public_name_has_a_docstring():
     missing += [f"foundry.nn.init.{n}" for n, f in
                 public_functions(F.nn.init).items()
                 if f.__module__ == F.nn.init.__name__ and not doc_of(f)]
+    missing += [f"foundry.Generator.{n}" for n in dir(F.Generator)
+                if not n.startswith("_") and
+                not doc_of(inspect.getattr_static(F.Generator, n))]
     assert not missing
 
 

@@ -17,6 +17,7 @@ from ._c import (FoundryError, dtype, float32, float64, float16, bfloat16,
 from ._c import bool_ as bool  # noqa: A001  (foundry.bool, as torch.bool)
 from ._base import Size, device
 from ._tensor import Tensor
+from ._random import Generator
 from ._grad import no_grad, enable_grad, set_grad_enabled
 # Every module that records foundry.<name> functions (see _exports.py);
 # importing them fills the registry.

@@ -186,6 +186,22 @@ DEVICES = {lib.TM_CPU: device("cpu"), lib.TM_CUDA: device("cuda"),
            lib.TM_METAL: device("metal")}
 
 
+def device_arg(dev, fn):
+    """The device a factory was asked for: None (the CPU) or a device whose
+    backend this build has; any other device raises NotImplementedError
+    naming the argument, instead of creating the tensor on the CPU."""
+    if dev is None:
+        return None
+    d = device(dev)
+    if d.c == lib.TM_CPU:
+        return None
+    if not lib.tm_device_available(d.c):
+        raise NotImplementedError(
+            f"{fn}(device={str(dev)!r}): this build of the library has no "
+            f"{d.type} backend; only the CPU")
+    return d
+
+
 class GradFn:
     """The node that produced a non-leaf tensor (only its name is exposed)."""
 

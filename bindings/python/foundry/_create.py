@@ -7,8 +7,9 @@ import numpy as np
 
 from . import _c
 from ._base import shape_args, to_dtype, wrap
-from ._c import ffi, lib
+from ._c import check, ffi, lib
 from ._exports import export
+from ._random import int_bounds, with_rng
 from ._tensor import Tensor
 
 # numpy dtypes Foundry can hold (bfloat16 has no numpy type).
@@ -159,10 +160,36 @@ def _factory(name, c_fn, what):
 zeros = _factory("zeros", lib.tm_zeros, "zeros")
 ones = _factory("ones", lib.tm_ones, "ones")
 empty = _factory("empty", lib.tm_empty, "uninitialised elements")
-rand = _factory("rand", lib.tm_rand, "uniform numbers in [0, 1) from the "
-                "default generator")
-randn = _factory("randn", lib.tm_randn, "standard normal numbers from the "
-                 "default generator")
+
+
+def _random_factory(name, c_default, c_fill, what):
+    """rand / randn: the C factory for the default generator, or an empty
+    tensor filled from a Generator."""
+    def make(*size, generator=None, dtype=None, requires_grad=False,
+             device=None):
+        s, n = shape_args(size)
+        dt = _dt(dtype).c
+        if generator is None:
+            t = wrap(c_default(s, n, dt))
+        else:
+            t = wrap(lib.tm_empty(s, n, dt))
+            p = t._p
+            with_rng(generator, lambda r: check(c_fill(p, r)))
+        return _finish(t, requires_grad)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
+                    f"sequence); float32 unless dtype is given (a float "
+                    f"dtype).  Drawn from `generator` (None: the default "
+                    f"generator).  Mirrors torch.{name}.")
+    return export(make)
+
+
+rand = _random_factory("rand", lib.tm_rand,
+                       lambda p, r: lib.tm_uniform_(p, 0.0, 1.0, r),
+                       "uniform numbers in [0, 1)")
+randn = _random_factory("randn", lib.tm_randn,
+                        lambda p, r: lib.tm_normal_(p, 0.0, 1.0, r),
+                        "standard normal numbers")
 
 
 def _scalar_dtype(*values):
@@ -218,12 +245,19 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
                    requires_grad)
 
 
+def _randint_into(t, low, high, generator):
+    p = t._p
+    with_rng(generator, lambda r: check(lib.tm_randint_(p, low, high, r)))
+    return t
+
+
 @export
 def randint(low, high=None, size=None, dtype=None, requires_grad=False,
-            device=None):
+            device=None, *, generator=None):
     """Integers drawn uniformly from [low, high) (randint(high, size) starts
-    at 0) by the default generator, int64 unless dtype is given (one that
-    holds every integer of the range).  Mirrors torch.randint."""
+    at 0), int64 unless dtype is given (one that holds every integer of the
+    range).  Drawn from `generator` (None: the default generator).  Mirrors
+    torch.randint."""
     if size is None:
         if high is None or isinstance(high, numbers.Integral):
             raise TypeError("randint() needs a size, e.g. "
@@ -232,10 +266,29 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
     elif high is None:
         low, high = 0, low
     s, n = shape_args((size,))
-    return _finish(wrap(lib.tm_randint(operator.index(low),
-                                       operator.index(high), s, n,
-                                       _dt(dtype, _c.int64).c)),
-                   requires_grad)
+    low, high = int_bounds(low, high, "randint")
+    dt = _dt(dtype, _c.int64).c
+    if generator is None:
+        t = wrap(lib.tm_randint(low, high, s, n, dt))
+    else:
+        t = _randint_into(wrap(lib.tm_empty(s, n, dt)), low, high, generator)
+    return _finish(t, requires_grad)
+
+
+@export
+def randperm(n, *, generator=None, dtype=None, requires_grad=False,
+             device=None):
+    """A random permutation of 0 .. n-1, int64 unless dtype is given: the
+    argsort of n float64 uniforms drawn from `generator` (None: the default
+    generator).  Mirrors torch.randperm."""
+    s, k = shape_args((operator.index(n),))
+    keys = wrap(lib.tm_empty(s, k, lib.TM_F64))
+    p = keys._p
+    with_rng(generator, lambda r: check(lib.tm_uniform_(p, 0.0, 1.0, r)))
+    t = keys.argsort()
+    if dtype is not None:
+        t = t.to(dtype)
+    return _finish(t, requires_grad)
 
 
 def _like(name, c_fn, what):
@@ -252,8 +305,23 @@ def _like(name, c_fn, what):
 zeros_like = _like("zeros_like", lib.tm_zeros, "zeros")
 ones_like = _like("ones_like", lib.tm_ones, "ones")
 empty_like = _like("empty_like", lib.tm_empty, "uninitialised elements")
-rand_like = _like("rand_like", lib.tm_rand, "uniform numbers in [0, 1)")
-randn_like = _like("randn_like", lib.tm_randn, "standard normal numbers")
+
+
+def _random_like(name, factory, what):
+    def make(input, dtype=None, requires_grad=False, device=None, *,
+             generator=None):
+        dt = input.dtype if dtype is None else dtype
+        return factory(input.shape, generator=generator, dtype=dt,
+                       requires_grad=requires_grad, device=device)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
+                    f"dtype is given), drawn from `generator` (None: the "
+                    f"default generator).  Mirrors torch.{name}.")
+    return export(make)
+
+
+rand_like = _random_like("rand_like", rand, "uniform numbers in [0, 1)")
+randn_like = _random_like("randn_like", randn, "standard normal numbers")
 
 
 @export
@@ -267,11 +335,14 @@ def full_like(input, fill_value, dtype=None, requires_grad=False,
 
 
 @export
-def randint_like(input, low=0, high=None, dtype=None):
+def randint_like(input, low=0, high=None, dtype=None, *, generator=None,
+                 requires_grad=False, device=None):
     """Integers in [low, high) of input's shape and dtype (unless dtype is
-    given); randint_like(input, high) starts at 0.  Mirrors
-    torch.randint_like."""
+    given); randint_like(input, high) starts at 0.  Drawn from `generator`
+    (None: the default generator).  Mirrors torch.randint_like."""
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape,
-                   dtype=input.dtype if dtype is None else dtype)
+                   dtype=input.dtype if dtype is None else dtype,
+                   requires_grad=requires_grad, device=device,
+                   generator=generator)

@@ -4,6 +4,7 @@ import operator
 from .. import _c
 from .._base import int64_array, ptr, wrap
 from .._c import ffi, lib
+from .._random import with_rng
 from .._tensor import Tensor
 
 _REDUCTIONS = {"mean": lib.TM_REDUCTION_MEAN, "sum": lib.TM_REDUCTION_SUM,
@@ -144,13 +145,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 # --------------------------------------------------------------- others
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     """Zeroes each element with probability p and scales the rest by
-    1 / (1 - p), the mask drawn from the default generator; the identity
-    when not training (inplace is accepted and not used yet).  Mirrors
-    torch.nn.functional.dropout."""
-    return wrap(lib.tm_dropout(ptr(input, "input"), float(p), bool(training),
-                               ffi.NULL))
+    1 / (1 - p); the identity when not training.
+
+    The mask is drawn from `generator` (None: the default generator; a
+    Foundry extension, PyTorch's dropout has no generator).  inplace is
+    accepted and not used yet.  Mirrors torch.nn.functional.dropout."""
+    x = ptr(input, "input")
+    return wrap(with_rng(generator, lambda r: lib.tm_dropout(
+        x, float(p), bool(training), r)))
 
 
 def embedding(input, weight):
@@ -302,5 +306,5 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
            ("operator", "ffi", "lib", "Tensor", "wrap", "ptr",
-            "int64_array")]
+            "int64_array", "with_rng")]
 del _c

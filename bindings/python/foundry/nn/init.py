@@ -1,15 +1,15 @@
 """foundry.nn.init: PyTorch's initialisers, run by the C library (under
 no_grad, so they work on parameters).
 
-The random ones draw from the default generator (their generator=
-arguments are accepted and not used yet).  Float tensors without broadcast
-(stride 0) dims; each returns the tensor.
+The random ones draw from `generator` (None: the default generator).
+Float tensors without broadcast (stride 0) dims; each returns the tensor.
 """
 import math
 
 from .._base import ptr
 from .._c import check, ffi, lib
 from .._grad import no_grad
+from .._random import with_rng
 
 _NL = {"linear": lib.TM_NL_LINEAR, "conv1d": lib.TM_NL_LINEAR,
        "conv2d": lib.TM_NL_LINEAR, "conv3d": lib.TM_NL_LINEAR,
@@ -35,11 +35,10 @@ def _mode(mode):
 
 
 def _run(c_call, tensor, generator=None):
-    """c_call(p, rng) on the tensor's C pointer under no_grad (rng: the
-    default generator)."""
+    """c_call(p, rng) on the tensor's C pointer under no_grad."""
     p = ptr(tensor, "tensor")
     with no_grad():
-        check(c_call(p, ffi.NULL))
+        with_rng(generator, lambda r: check(c_call(p, r)))
     return tensor
 
 
