@@ -44,6 +44,11 @@ _ERRORS = {s: _error_class(s, *how) for s, how in {
 }.items()}
 
 
+def error_class(status):
+    """The exception class of a C status (lib.TM_ESTATE, ...)."""
+    return _ERRORS.get(status, FoundryError)
+
+
 def error():
     """The exception for the calling thread's last C failure."""
     status = lib.tm_last_status()

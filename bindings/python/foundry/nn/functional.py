@@ -1,9 +1,19 @@
-"""foundry.nn.functional: PyTorch's functional API over the C library."""
+"""foundry.nn.functional: PyTorch's functional API over the C library.
+
+inplace=True (relu, silu, leaky_relu, dropout) writes the result into the
+input and returns the input, as PyTorch does; the input's version counter
+moves, so autograd still refuses a backward through a value this
+overwrote.  The C library writes in place only into tensors autograd does
+not track: while grad mode is on, a leaf that requires grad is refused
+(FoundryStateError, as PyTorch refuses it), and so is a tensor in the
+autograd graph (NotImplementedError: PyTorch would rebase its history,
+which the library cannot do; pass inplace=False).
+"""
 import operator
 
 from .. import _c
 from .._base import int64_array, ptr, wrap
-from .._c import ffi, lib
+from .._c import check, ffi, lib
 from .._random import with_rng
 from .._tensor import Tensor
 
@@ -32,12 +42,42 @@ def _pair(v, what):
     return [v, v]
 
 
+def _writable(x, fn):
+    """Checks that inplace=True may write into x (see the module's
+    docstring); returns x."""
+    p = ptr(x, "input")
+    if lib.tm_grad_enabled() and lib.tm_requires_grad(p):
+        if lib.tm_is_leaf(p):
+            raise _c.error_class(lib.TM_ESTATE)(
+                f"{fn}(inplace=True): a leaf tensor that requires grad "
+                f"cannot be written in place while grad mode is on")
+        raise NotImplementedError(
+            f"{fn}(inplace=True): the input is part of the autograd graph "
+            f"(it requires grad and is not a leaf); the library does not "
+            f"write in place into such tensors (PyTorch rebases their "
+            f"history); pass inplace=False")
+    return x
+
+
+def _write_back(x, y, fn):
+    """inplace=True for an op without a C in-place form: y (computed out of
+    place from x) is copied into x, which is returned."""
+    if y.dtype is not x.dtype:
+        raise TypeError(f"{fn}(inplace=True): the result is {y.dtype.name} "
+                        f"and cannot be written into a {x.dtype.name} input")
+    check(lib.tm_copy_(x._p, y._p))
+    return x
+
+
 # ------------------------------------------------------------- activations
 
 def relu(input, inplace=False):
-    """max(input, 0), elementwise (every dtype kept); inplace=True is
-    input.relu_().  Mirrors torch.nn.functional.relu."""
-    return input.relu_() if inplace else input.relu()
+    """max(input, 0), elementwise (every dtype kept); with inplace=True
+    written into input (see the module's docstring).  Mirrors
+    torch.nn.functional.relu."""
+    if inplace:
+        return _writable(input, "relu").relu_()
+    return input.relu()
 
 
 def gelu(input, approximate="none"):
@@ -47,9 +87,11 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    """input * sigmoid(input); inplace=True is input.silu_().  Mirrors
-    torch.nn.functional.silu."""
-    return input.silu_() if inplace else input.silu()
+    """input * sigmoid(input); with inplace=True written into input (see
+    the module's docstring).  Mirrors torch.nn.functional.silu."""
+    if inplace:
+        return _writable(input, "silu").silu_()
+    return input.silu()
 
 
 def sigmoid(input):
@@ -63,9 +105,16 @@ def tanh(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """input where input > 0, else negative_slope * input (inplace is
-    accepted and not used yet).  Mirrors torch.nn.functional.leaky_relu."""
-    return input.leaky_relu(negative_slope)
+    """input where input > 0, else negative_slope * input; with
+    inplace=True written into input (see the module's docstring).  Mirrors
+    torch.nn.functional.leaky_relu."""
+    if not inplace:
+        return input.leaky_relu(negative_slope)
+    _writable(input, "leaky_relu")
+    if negative_slope == 0.01:  # tm_unary_'s leaky_relu has this slope
+        check(lib.tm_unary_(lib.TM_OP_LEAKY_RELU, input._p))
+        return input
+    return _write_back(input, input.leaky_relu(negative_slope), "leaky_relu")
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -150,11 +199,17 @@ def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
     1 / (1 - p); the identity when not training.
 
     The mask is drawn from `generator` (None: the default generator; a
-    Foundry extension, PyTorch's dropout has no generator).  inplace is
-    accepted and not used yet.  Mirrors torch.nn.functional.dropout."""
+    Foundry extension, PyTorch's dropout has no generator).  With
+    inplace=True the result is written into input (see the module's
+    docstring).  Mirrors torch.nn.functional.dropout."""
     x = ptr(input, "input")
-    return wrap(with_rng(generator, lambda r: lib.tm_dropout(
+    if inplace and (not training or p == 0):
+        return input  # nothing to write (no draw)
+    if inplace:
+        _writable(input, "dropout")
+    y = wrap(with_rng(generator, lambda r: lib.tm_dropout(
         x, float(p), bool(training), r)))
+    return _write_back(input, y, "dropout") if inplace else y
 
 
 def embedding(input, weight):
@@ -305,6 +360,5 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
-           ("operator", "ffi", "lib", "Tensor", "wrap", "ptr",
+           ("operator", "ffi", "lib", "Tensor", "wrap", "ptr", "check",
             "int64_array", "with_rng")]
-del _c
