@@ -130,6 +130,12 @@ def named(fn, name, doc):
     return fn
 
 
+def unsupported(what, value):
+    """NotImplementedError for an argument Foundry accepts but cannot
+    honour: it is refused, never silently dropped."""
+    return NotImplementedError(f"{what}={value!r} is not supported")
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints.  Mirrors torch.Size."""
 

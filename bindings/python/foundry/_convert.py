@@ -39,12 +39,14 @@ class _Conversion:
         """self converted: to(dtype), to(device), to(other_tensor),
         to(device, dtype), also as keywords dtype= and device=.
 
-        Returns self when nothing changes.  A device without a backend in
-        this build raises FoundryDeviceError.  Mirrors torch.Tensor.to."""
+        Returns self when nothing changes, unless copy=True (then always
+        a new tensor).  non_blocking is accepted: every copy here is
+        synchronous, which it allows.  A device without a backend in this
+        build raises FoundryDeviceError.  Mirrors torch.Tensor.to."""
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("copy", None)
+        copy = bool(kwargs.pop("copy", False))
         if kwargs:
             raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
         for a in args:
@@ -67,6 +69,8 @@ class _Conversion:
             dt = to_dtype(dtype)
             if dt.c != lib.tm_dtype_of(t._p):
                 t = wrap(lib.tm_to_dtype(t._p, dt.c))
+        if copy and t is self:
+            t = wrap(lib.tm_clone(self._p))
         return t
 
     def cpu(self):

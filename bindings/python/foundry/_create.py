@@ -6,7 +6,7 @@ import operator
 import numpy as np
 
 from . import _c
-from ._base import shape_args, to_dtype, wrap
+from ._base import device_arg, shape_args, to_dtype, unsupported, wrap
 from ._c import check, ffi, lib
 from ._exports import export
 from ._random import int_bounds, with_rng
@@ -25,10 +25,19 @@ def _np_dtype_of(arr):
     return _c.BY_NP[name]
 
 
-def _finish(t, requires_grad):
+def _finish(t, requires_grad, dev=None):
+    """t moved to dev (a device from device_arg; None: stays on the CPU),
+    then marked as requiring grad when asked."""
+    if dev is not None:
+        t = t.to(dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _no_pinning(pin_memory, fn):
+    if pin_memory:
+        raise unsupported(f"{fn}(pin_memory", True)
 
 
 @export
@@ -92,14 +101,18 @@ def _infer(data):
 
 
 @export
-def tensor(data, dtype=None, requires_grad=False, device=None):
+def tensor(data, dtype=None, requires_grad=False, device=None,
+           pin_memory=False):
     """A new tensor with a copy of `data` (numbers, nested lists, numpy
     arrays, tensors).  Python floats become float32 (the default dtype),
     ints int64, bools bool; numpy arrays keep their dtype.  Mirrors
-    torch.tensor."""
+    torch.tensor (pin_memory=True is not supported)."""
+    dev = device_arg(device, "tensor")
+    _no_pinning(pin_memory, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().clone()
-        return _finish(t if dtype is None else t.to(dtype), requires_grad)
+        return _finish(t if dtype is None else t.to(dtype), requires_grad,
+                       dev)
     arr, python_float = _infer(data)
     if dtype is not None:
         dt = to_dtype(dtype)
@@ -123,15 +136,18 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         t = wrap(lib.tm_from_buffer(ffi.from_buffer(src) if src.size else
                                     ffi.NULL, ffi.new("int64_t[]", src.shape),
                                     src.ndim, dt.c))
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, dev)
 
 
 @export
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
     """data as a tensor, sharing memory when it can: a tensor of the right
-    dtype is returned as is, a numpy array of a supported dtype is shared
-    when no conversion is needed; anything else is copied.  Mirrors
-    torch.as_tensor."""
+    dtype (and device) is returned as is, a numpy array of a supported
+    dtype is shared when no conversion is needed; anything else is copied.
+    Mirrors torch.as_tensor."""
+    dev = device_arg(device, "as_tensor")
+    if dev is not None:
+        return as_tensor(data, dtype).to(dev)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if (isinstance(data, np.ndarray) and data.dtype.name in _NP_OK and
@@ -148,8 +164,9 @@ def _dt(dtype, default=_c.float32):
 
 def _factory(name, c_fn, what):
     def make(*size, dtype=None, requires_grad=False, device=None):
+        dev = device_arg(device, name)
         s, n = shape_args(size)
-        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad)
+        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
                     f"sequence); float32 unless dtype is given.  Mirrors "
@@ -159,14 +176,27 @@ def _factory(name, c_fn, what):
 
 zeros = _factory("zeros", lib.tm_zeros, "zeros")
 ones = _factory("ones", lib.tm_ones, "ones")
-empty = _factory("empty", lib.tm_empty, "uninitialised elements")
+
+
+@export
+def empty(*size, dtype=None, requires_grad=False, device=None,
+          pin_memory=False):
+    """A tensor of the given size (ints or one sequence) with uninitialised
+    elements; float32 unless dtype is given.  Mirrors torch.empty
+    (pin_memory=True is not supported)."""
+    dev = device_arg(device, "empty")
+    _no_pinning(pin_memory, "empty")
+    s, n = shape_args(size)
+    return _finish(wrap(lib.tm_empty(s, n, _dt(dtype).c)), requires_grad, dev)
 
 
 def _random_factory(name, c_default, c_fill, what):
     """rand / randn: the C factory for the default generator, or an empty
     tensor filled from a Generator."""
     def make(*size, generator=None, dtype=None, requires_grad=False,
-             device=None):
+             device=None, pin_memory=False):
+        dev = device_arg(device, name)
+        _no_pinning(pin_memory, name)
         s, n = shape_args(size)
         dt = _dt(dtype).c
         if generator is None:
@@ -175,12 +205,13 @@ def _random_factory(name, c_default, c_fill, what):
             t = wrap(lib.tm_empty(s, n, dt))
             p = t._p
             with_rng(generator, lambda r: check(c_fill(p, r)))
-        return _finish(t, requires_grad)
+        return _finish(t, requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
                     f"sequence); float32 unless dtype is given (a float "
                     f"dtype).  Drawn from `generator` (None: the default "
-                    f"generator).  Mirrors torch.{name}.")
+                    f"generator).  Mirrors torch.{name} (pin_memory=True is "
+                    f"not supported).")
     return export(make)
 
 
@@ -205,10 +236,11 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     """A tensor of `size` filled with fill_value; the dtype is inferred from
     fill_value (bool, int64 or float32) unless given.  Mirrors
     torch.full."""
+    dev = device_arg(device, "full")
     s, n = shape_args((size,))
     dt = _scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(s, n, float(fill_value), dt.c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 @export
@@ -217,6 +249,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False,
     """start, start + step, ... below end (arange(n): 0 .. n-1); int64 when
     every argument is an int, else float32, unless dtype is given.  Mirrors
     torch.arange."""
+    dev = device_arg(device, "arange")
     if end is None:
         start, end = 0, start
     dt = _scalar_dtype(start, end, step) if dtype is None else \
@@ -224,7 +257,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False,
     if dt is _c.bool_:
         dt = _c.int64
     return _finish(wrap(lib.tm_arange(start, end, step, dt.c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 @export
@@ -232,17 +265,19 @@ def linspace(start, end, steps, dtype=None, requires_grad=False,
              device=None):
     """`steps` evenly spaced numbers from start to end inclusive; float32
     unless dtype is given.  Mirrors torch.linspace."""
+    dev = device_arg(device, "linspace")
     return _finish(wrap(lib.tm_linspace(start, end, operator.index(steps),
-                                        _dt(dtype).c)), requires_grad)
+                                        _dt(dtype).c)), requires_grad, dev)
 
 
 @export
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     """An n x m (default n x n) matrix with ones on the diagonal; float32
     unless dtype is given.  Mirrors torch.eye."""
+    dev = device_arg(device, "eye")
     return _finish(wrap(lib.tm_eye(operator.index(n), -1 if m is None else
                                    operator.index(m), _dt(dtype).c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
 def _randint_into(t, low, high, generator):
@@ -258,6 +293,7 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
     at 0), int64 unless dtype is given (one that holds every integer of the
     range).  Drawn from `generator` (None: the default generator).  Mirrors
     torch.randint."""
+    dev = device_arg(device, "randint")
     if size is None:
         if high is None or isinstance(high, numbers.Integral):
             raise TypeError("randint() needs a size, e.g. "
@@ -272,15 +308,18 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
         t = wrap(lib.tm_randint(low, high, s, n, dt))
     else:
         t = _randint_into(wrap(lib.tm_empty(s, n, dt)), low, high, generator)
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, dev)
 
 
 @export
 def randperm(n, *, generator=None, dtype=None, requires_grad=False,
-             device=None):
+             device=None, pin_memory=False):
     """A random permutation of 0 .. n-1, int64 unless dtype is given: the
     argsort of n float64 uniforms drawn from `generator` (None: the default
-    generator).  Mirrors torch.randperm."""
+    generator).  Mirrors torch.randperm (pin_memory=True is not
+    supported)."""
+    dev = device_arg(device, "randperm")
+    _no_pinning(pin_memory, "randperm")
     s, k = shape_args((operator.index(n),))
     keys = wrap(lib.tm_empty(s, k, lib.TM_F64))
     p = keys._p
@@ -288,14 +327,15 @@ def randperm(n, *, generator=None, dtype=None, requires_grad=False,
     t = keys.argsort()
     if dtype is not None:
         t = t.to(dtype)
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, dev)
 
 
 def _like(name, c_fn, what):
     def make(input, dtype=None, requires_grad=False, device=None):
+        dev = device_arg(device, name)
         dt = input.dtype if dtype is None else to_dtype(dtype)
         s = lib.tm_shape(input._p)
-        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad)
+        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
                     f"dtype is given).  Mirrors torch.{name}.")
@@ -329,9 +369,11 @@ def full_like(input, fill_value, dtype=None, requires_grad=False,
               device=None):
     """A tensor of input's shape and dtype (unless dtype is given) filled
     with fill_value.  Mirrors torch.full_like."""
+    dev = device_arg(device, "full_like")
     dt = input.dtype if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(lib.tm_shape(input._p), input.ndim,
-                                    float(fill_value), dt.c)), requires_grad)
+                                    float(fill_value), dt.c)), requires_grad,
+                   dev)
 
 
 @export

@@ -25,16 +25,42 @@ _SHAPES = ("dim: None (all dims), an int or a sequence of ints; keepdim "
            "keeps reduced dims as size 1.")
 
 
-def _reduction(name, c_fn, summary, rule):
+def _reduction(name, c_fn, summary, rule, float_result=False):
     """self.<name>(dim=None, keepdim=False, dtype=None); with dtype, self is
-    converted first."""
+    converted first.  For ops whose result is always a float (mean,
+    logsumexp) an integer dtype cannot be honoured: TypeError, as
+    PyTorch."""
+    def method(self, dim=None, keepdim=False, dtype=None):
+        if dtype is None:
+            t = self
+        else:
+            t = self.to(dtype)
+            if float_result and not t.is_floating_point():
+                raise TypeError(f"{name}(dtype={dtype!r}): the result is "
+                                f"floating point; give a float dtype")
+        dims, n = dims_arg(dim)
+        return wrap(c_fn(t._p, dims, n, bool(keepdim)))
+    with_dtype = ("With dtype (a float dtype), self is converted to it "
+                  "first." if float_result else
+                  "With dtype, self is converted to it first.")
+    return named(method, name, f"{summary}\n\n{_SHAPES} {rule} "
+                 f"{with_dtype}  Mirrors torch.{name} and "
+                 f"torch.Tensor.{name}.")
+
+
+def _sum_like(name, c_fn, summary):
+    """sum / prod: with dtype, the input is converted to it and the result
+    has it (integer sums are computed in int64 and wrap to dtype, as
+    PyTorch's integer accumulation does)."""
     def method(self, dim=None, keepdim=False, dtype=None):
         t = self if dtype is None else self.to(dtype)
         dims, n = dims_arg(dim)
-        return wrap(c_fn(t._p, dims, n, bool(keepdim)))
-    return named(method, name, f"{summary}\n\n{_SHAPES} {rule} With dtype, "
-                 f"self is converted to it first.  Mirrors torch.{name} and "
-                 f"torch.Tensor.{name}.")
+        r = wrap(c_fn(t._p, dims, n, bool(keepdim)))
+        return r if dtype is None else r.to(dtype)
+    return named(method, name, f"{summary}\n\n{_SHAPES} Integers and bool "
+                 f"give int64, floats keep their dtype; with dtype, the "
+                 f"input is converted to it and so is the result.  Mirrors "
+                 f"torch.{name} and torch.Tensor.{name}.")
 
 
 def _maxmin(name, c_all, c_dim, elementwise):
@@ -100,14 +126,12 @@ class _Reductions:
 
     __slots__ = ()
 
-    sum = export(_reduction("sum", lib.tm_sum, "Sum of the elements over "
-                            "dim.", "Integers and bool give int64, floats "
-                            "keep their dtype."))
-    prod = export(_reduction("prod", lib.tm_prod, "Product of the elements "
-                             "over dim.", "Integers and bool give int64, "
-                             "floats keep their dtype."))
+    sum = export(_sum_like("sum", lib.tm_sum, "Sum of the elements over "
+                           "dim."))
+    prod = export(_sum_like("prod", lib.tm_prod, "Product of the elements "
+                            "over dim."))
     mean = export(_reduction("mean", lib.tm_mean, "Mean over dim.",
-                             "Integers give float32."))
+                             "Integers give float32.", float_result=True))
     any = export(_reduction("any", lib.tm_any, "True where any element "
                             "over dim is non-zero.",
                             "The result is bool (NaN counts as true)."))
@@ -118,7 +142,7 @@ class _Reductions:
         "logsumexp", lib.tm_logsumexp,
         "log(sum(exp(self))) over dim, computed stably.",
         "Integers give float32; NaN anywhere gives NaN, else +inf if any "
-        "element is +inf."))
+        "element is +inf.", float_result=True))
     amax = export(_reduction("amax", lib.tm_max, "Largest value over dim.",
                              "NaN propagates; zero elements are an error."))
     amin = export(_reduction("amin", lib.tm_min, "Smallest value over dim.",

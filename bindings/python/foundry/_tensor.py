@@ -281,6 +281,9 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.detach() if self.requires_grad else self)
         if dtype is not None:
+            if copy is False and np.dtype(dtype) != a.dtype:
+                raise ValueError(f"__array__(copy=False): a {a.dtype} "
+                                 f"tensor needs a copy to become {dtype}")
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
 

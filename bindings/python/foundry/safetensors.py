@@ -14,7 +14,7 @@ import os
 
 from . import _c
 from ._c import ffi, lib
-from ._base import wrap
+from ._base import device_arg, wrap
 from ._exports import export
 from ._tensor import Tensor
 
@@ -86,13 +86,15 @@ class safe_open:
                 t = f.get_tensor(name)     # zero-copy, read-only
             meta = f.metadata()
 
-    `framework` and `device` are accepted for compatibility ("pt", "np",
-    "foundry"; "cpu").  Mirrors safetensors.safe_open."""
+    `framework` is accepted for compatibility ("pt", "np", "foundry"): the
+    tensors are foundry Tensors whatever it says.  `device` is where
+    get_tensor puts them: the CPU (zero-copy), or a device with a backend
+    in this build (a copy); any other raises NotImplementedError.  Mirrors
+    safetensors.safe_open."""
 
     def __init__(self, filename, framework="foundry", device="cpu"):
-        if str(device) != "cpu":
-            raise ValueError(f"device {device!r}: only 'cpu' is supported")
         self._f = ffi.NULL
+        self._device = device_arg(device, "safe_open")
         f = lib.tm_safetensors_open(_path(filename))
         if not f:
             raise _c.error()
@@ -130,8 +132,10 @@ class safe_open:
         f = self._handle()
         cname = _string(name, "tensor name")
         if copy:
-            return wrap(lib.tm_safetensors_load(f, cname))
-        return wrap(lib.tm_safetensors_get(f, cname))
+            t = wrap(lib.tm_safetensors_load(f, cname))
+        else:
+            t = wrap(lib.tm_safetensors_get(f, cname))
+        return t if self._device is None else t.to(self._device)
 
     def get_dtype_name(self, name):
         f = self._handle()
