@@ -173,9 +173,10 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
 	    $(VENV)/bin/python bench/bench_safetensors.py || \
 	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"
 
-# Random differential testing against numpy (tests/fuzz/diff_ops.py).
-difftest: $(SHARED)
-	$(PYTHON) tests/fuzz/diff_ops.py --lib $(SHARED) --seed $(or $(SEED),1) \
+# Random differential testing against numpy (tests/fuzz/diff_ops.py),
+# through the Python package's bindings (declared from the headers).
+difftest: python
+	$(VENV)/bin/python tests/fuzz/diff_ops.py --seed $(or $(SEED),1) \
 	    --cases $(or $(CASES),10000)
 
 refdata:

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """diff_ops.py — differential random testing of Foundry's tensor ops
-against numpy (numpy + ctypes only).
+against numpy.
 
-    python3 tests/fuzz/diff_ops.py [--lib PATH] [--seed S] [--cases N]
-                                   [--case I] [--ops a,b] [--stop]
+    make difftest [SEED=S] [CASES=N]
+    .venv/bin/python tests/fuzz/diff_ops.py [--seed S] [--cases N]
+                                            [--case I] [--ops a,b] [--stop]
 
-The library comes from --lib, else $FOUNDRY_LIB, else lib/libfoundry.so.
+The library is the foundry package's (its cffi bindings, declared from the
+public headers; see ftm.py), so it runs with the project's .venv.
 Case i of seed s uses np.random.default_rng([s, i]), so `--seed s --case i`
 reruns exactly one case.  Every case builds its inputs as random
 non-contiguous views (permute, stepped slice, select, expand of size-1 dims)
@@ -24,7 +26,6 @@ Tolerances (|got - want| <= atol + rtol*|want|; integers and bool exact):
 - matmul: k * ulp(compute type) * (|a| @ |b|) + 1 ulp of the result dtype.
 """
 import argparse
-import ctypes as C
 import math
 import os
 import sys
@@ -34,10 +35,11 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftm import (ALL, BIN, CODE, FLOATS, INTS, KEEP, NP, RED, ULP, UN,  # noqa: E402
-                 Ctx, MemStats, Mismatch, T, bin_tol, can_cast, cast, compare,
-                 i64s, ints, load, promote, ref_binary, ref_reduce, ref_sort,
-                 ref_unary, scalar_wrap)
+from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: E402
+                 RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
+                 can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
+                 promote, ref_binary, ref_reduce, ref_sort, ref_unary,
+                 scalar_wrap, tensors)
 
 
 def rdt(rng, pool=ALL):
@@ -109,7 +111,7 @@ def ctx_node_from(ctx, v, dt):
 def t_binary(ctx):
     rng = ctx.rng
     op = str(rng.choice(BIN))
-    opc = BIN.index(op)
+    opc = BIN_OP[op]
     da = rdt(rng)
     full = rshape(ctx)
     mode = str(rng.choice(["tt", "tt", "ts", "st", "tt_", "ts_"]))
@@ -210,7 +212,7 @@ def t_unary(ctx):
         call = f"tm_softplus(beta={p0}, threshold={p1})"
         h = ctx.lib.tm_softplus(a.t, p0, p1)
     elif not inplace:
-        h = ctx.lib.tm_unary(UN.index(op), a.t)
+        h = ctx.lib.tm_unary(UN_OP[op], a.t)
     try:
         want, od = ref_unary(op, a.v, dt, p0, p1)
     except ValueError:
@@ -228,7 +230,7 @@ def t_unary(ctx):
     if inplace:
         if a.expanded is None:  # stride 0 only on size-1 dims: unspecified
             return
-        st = ctx.lib.tm_unary_(UN.index(op), a.t)
+        st = ctx.lib.tm_unary_(UN_OP[op], a.t)
         call = f"tm_unary_({op})"
         if want is None or od != dt or a.expanded:
             ctx.expect_fail(st == 0, call)
@@ -309,7 +311,7 @@ def t_clamp(ctx):
         for bnd, f in ((lo, np.maximum), (hi, np.minimum)):
             if bnd is not None:
                 w = f(w, cast(bnd.v, pt))  # np.maximum propagates NaN
-    outcheck(ctx, ctx.lib.tm_clamp_tensor(x.t, lo.t if lo else None, hi.t if hi else None),
+    outcheck(ctx, ctx.lib.tm_clamp_tensor(x.t, lo.t if lo else NULL, hi.t if hi else NULL),
              cast(w, pt), pt, "tm_clamp_tensor")
 
 
@@ -336,7 +338,7 @@ def t_reduce(ctx):
     if op == "norm":
         p = float(rng.choice([2, 2, 1, np.inf, -np.inf, 0, 3, 0.5]))
     ctx.log.append(f"x: {x.describe()}\n  dims={dims} keepdim={keep} p={p}")
-    h = ctx.lib.tm_reduce(RED.index(op), x.t, ints(dims) if dims else None, len(dims), p, keep)
+    h = ctx.lib.tm_reduce(RED_OP[op], x.t, ints(dims) if dims else NULL, len(dims), p, keep)
     try:
         want, od = ref_reduce(op, x.v, dt, axes, keep, p)
     except ValueError:
@@ -572,7 +574,7 @@ def t_shape(ctx):
             nodes.append(ctx.node(s, rdt(rng) if rng.random() < 0.3 else dt))
             ctx.log.append(f"t{i}: {nodes[-1].describe()}")
         ctx.log.append(f"  dim={d}")
-        arr = (T * nt)(*[n.t for n in nodes])
+        arr = ffi.new("tm_tensor *[]", [n.t for n in nodes])
         h = (ctx.lib.tm_cat if op == "cat" else ctx.lib.tm_stack)(arr, nt, d)
         pt = nodes[0].dt
         for n in nodes[1:]:
@@ -596,7 +598,7 @@ def t_shape(ctx):
             return
         d = int(rng.integers(-nd, nd))
         n = sh[d]
-        out = (T * 512)()
+        out = tensors(512)
         if op == "split":
             size = int(rng.integers(0 if n == 0 else 1, 5))
             cnt = ctx.lib.tm_split(x.t, size, d, out, 512)
@@ -724,9 +726,9 @@ def t_sort(ctx):
     op = str(rng.choice(["sort", "argsort", "topk"]))
     ctx.log.append(f"x: {x.describe()}\n  op={op} dim={dim} descending/largest={desc}")
     vals, idx = ref_sort(x.v, dt, dim, desc)
-    vo, io = T(), T()
+    vo, io = ffi.new("tm_tensor **"), ffi.new("tm_tensor **")
     if op == "sort":
-        st = ctx.lib.tm_sort(x.t, dim, desc, C.byref(vo), C.byref(io))
+        st = ctx.lib.tm_sort(x.t, dim, desc, vo, io)
     elif op == "argsort":
         return outcheck(ctx, ctx.lib.tm_argsort(x.t, dim, desc), idx, "i64", "tm_argsort")
     else:
@@ -735,10 +737,10 @@ def t_sort(ctx):
         if not nd and rng.random() < 0.1:
             k = 0  # k == 1 for a 0-d tensor
         ctx.log.append(f"  k={k}")
-        st = ctx.lib.tm_topk(x.t, k, dim, desc, C.byref(vo), C.byref(io))
+        st = ctx.lib.tm_topk(x.t, k, dim, desc, vo, io)
         if k > n or (not nd and k != 1):
-            ctx.own(vo.value)
-            ctx.own(io.value)
+            ctx.own(vo[0])
+            ctx.own(io[0])
             return ctx.expect_fail(st == 0, "tm_topk")
         if nd:
             if not desc:  # smallest first: ascending order
@@ -746,8 +748,8 @@ def t_sort(ctx):
             vals, idx = (np.take(a, range(k), axis=dim) for a in (vals, idx))
     if st != 0:
         raise Mismatch(f"{op} failed: {ctx.err()}")
-    outcheck(ctx, vo.value, vals, dt, op + " values")
-    outcheck(ctx, io.value, idx, "i64", op + " indices")
+    outcheck(ctx, vo[0], vals, dt, op + " values")
+    outcheck(ctx, io[0], idx, "i64", op + " indices")
 
 
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
@@ -762,8 +764,7 @@ def run_case(lib, seed, i, fams, verbose=False):
     threads = int(rng.choice([1, 2, 3, 4, 7]))
     lib.tm_set_num_threads(threads)
     ctx = Ctx(lib, rng)
-    m0 = MemStats()
-    lib.tm_memory_stats(C.byref(m0))
+    m0 = mem_stats()
     lib.tm_clear_error()
     err = None
     try:
@@ -773,8 +774,7 @@ def run_case(lib, seed, i, fams, verbose=False):
     except Exception:
         err = "python exception in the harness:\n" + traceback.format_exc()
     ctx.free_all()
-    m1 = MemStats()
-    lib.tm_memory_stats(C.byref(m1))
+    m1 = mem_stats()
     if err is None and m1.current_bytes != m0.current_bytes:
         err = f"memory leak: current_bytes {m0.current_bytes} -> {m1.current_bytes}"
     if err:
@@ -789,7 +789,6 @@ def run_case(lib, seed, i, fams, verbose=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", default=os.environ.get("FOUNDRY_LIB", "lib/libfoundry.so"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cases", type=int, default=10000)
     ap.add_argument("--case", type=int, default=None, help="run only this case")
@@ -798,7 +797,6 @@ def main():
     a = ap.parse_args()
     # NaN and overflow in the numpy references are expected inputs here
     np.seterr(all="ignore")
-    lib = load(a.lib)
     fams = a.ops.split(",")
     t0 = time.time()
     cases = [a.case] if a.case is not None else range(a.cases)

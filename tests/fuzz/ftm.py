@@ -1,97 +1,58 @@
-"""ftm.py — ctypes bindings to libfoundry.so and the numpy side of Foundry's
-dtype rules, for tests/fuzz/diff_ops.py.  numpy + ctypes only.
+"""ftm.py — the C library through the foundry package's cffi bindings,
+and the numpy side of Foundry's dtype rules, for tests/fuzz/diff_ops.py.
+
+The declarations come from the public headers (bindings/python builds
+them), so nothing here repeats a C signature, and the op lists are the C
+op enums themselves: an op added in C is drawn here at once (and fails
+until it has a numpy reference below).  Run with the project's .venv,
+which has the package: `make difftest`.
 
 A Node is a Foundry tensor built as a (possibly non-contiguous) view of a
 fresh root tensor, mirrored exactly by a numpy view of a numpy root array,
 so in-place writes through the view can be checked on the root too.
 """
-import ctypes as C
 import math
 import os
 import sys
 
 import numpy as np
 
+try:
+    from foundry._c import ffi, lib, op_names
+except ImportError:
+    sys.exit("ftm: the foundry package is missing; run `make difftest` (it "
+             "builds and uses .venv)")
+
 # the reference generators' dtype rules (tests/gen/refgen.py)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "gen"))
 from refgen import ALL, FLOATS, INTS, NP, bf16_round, promote  # noqa: E402,F401
 
-CODE = {"f32": 0, "f64": 1, "f16": 2, "bf16": 3, "i8": 4, "u8": 5,
-        "i16": 6, "i32": 7, "i64": 8, "bool": 9}
+CODE = {"f32": lib.TM_F32, "f64": lib.TM_F64, "f16": lib.TM_F16,
+        "bf16": lib.TM_BF16, "i8": lib.TM_I8, "u8": lib.TM_U8,
+        "i16": lib.TM_I16, "i32": lib.TM_I32, "i64": lib.TM_I64,
+        "bool": lib.TM_BOOL}
 NAME = {v: k for k, v in CODE.items()}
-
-T = C.c_void_p
-I64P = C.POINTER(C.c_int64)
-IP = C.POINTER(C.c_int)
-D, I64, INT, B, ST = C.c_double, C.c_int64, C.c_int, C.c_bool, C.c_int
+NULL = ffi.NULL
 
 
-class MemStats(C.Structure):
-    _fields_ = [("current_bytes", C.c_size_t), ("peak_bytes", C.c_size_t),
-                ("cached_bytes", C.c_size_t), ("allocs", C.c_uint64),
-                ("frees", C.c_uint64)]
+def mem_stats():
+    s = ffi.new("tm_mem_stats *")
+    lib.tm_memory_stats(s)
+    return s
 
 
-SIGS = {
-    # name: (restype, argtypes)
-    "tm_last_error": (C.c_char_p, []), "tm_clear_error": (None, []),
-    "tm_memory_stats": (None, [C.POINTER(MemStats)]),
-    "tm_set_num_threads": (None, [INT]), "tm_free": (None, [T]),
-    "tm_ndim": (INT, [T]), "tm_shape": (I64P, [T]), "tm_dtype_of": (INT, [T]),
-    "tm_promote_types": (INT, [INT, INT]),
-    "tm_from_buffer": (T, [C.c_void_p, I64P, INT, INT]),
-    "tm_copy_to_buffer": (ST, [T, C.c_void_p, C.c_size_t, INT]),
-    "tm_to_dtype": (T, [T, INT]), "tm_contiguous": (T, [T]),
-    "tm_clone": (T, [T]), "tm_copy_": (ST, [T, T]),
-    "tm_transpose": (T, [T, INT, INT]), "tm_permute": (T, [T, IP, INT]),
-    "tm_slice": (T, [T, INT, I64, I64, I64]), "tm_select": (T, [T, INT, I64]),
-    "tm_expand": (T, [T, I64P, INT]), "tm_reshape": (T, [T, I64P, INT]),
-    "tm_view": (T, [T, I64P, INT]), "tm_flatten": (T, [T, INT, INT]),
-    "tm_binary": (T, [INT, T, T]), "tm_binary_scalar": (T, [INT, T, D]),
-    "tm_binary_rscalar": (T, [INT, D, T]), "tm_binary_": (ST, [INT, T, T]),
-    "tm_binary_scalar_": (ST, [INT, T, D]),
-    "tm_where": (T, [T, T, T]), "tm_clamp": (T, [T, D, D]),
-    "tm_clamp_": (ST, [T, D, D]), "tm_clamp_tensor": (T, [T, T, T]),
-    "tm_unary": (T, [INT, T]), "tm_unary_": (ST, [INT, T]),
-    "tm_leaky_relu": (T, [T, D]), "tm_softplus": (T, [T, D, D]),
-    "tm_reduce": (T, [INT, T, IP, INT, D, B]),
-    "tm_argmax": (T, [T, INT, B]), "tm_argmin": (T, [T, INT, B]),
-    "tm_argmax_all": (T, [T]), "tm_argmin_all": (T, [T]),
-    "tm_cumsum": (T, [T, INT]), "tm_matmul": (T, [T, T]),
-    "tm_gather": (T, [T, INT, T]), "tm_scatter": (T, [T, INT, T, T]),
-    "tm_scatter_": (ST, [T, INT, T, T]),
-    "tm_scatter_add": (T, [T, INT, T, T]),
-    "tm_scatter_add_": (ST, [T, INT, T, T]),
-    "tm_index_select": (T, [T, INT, T]),
-    "tm_masked_fill": (T, [T, T, D]), "tm_masked_fill_": (ST, [T, T, D]),
-    "tm_cat": (T, [C.POINTER(T), INT, INT]),
-    "tm_stack": (T, [C.POINTER(T), INT, INT]),
-    "tm_split": (INT, [T, I64, INT, C.POINTER(T), INT]),
-    "tm_chunk": (INT, [T, INT, INT, C.POINTER(T), INT]),
-    "tm_pad": (T, [T, I64P, INT, D]), "tm_repeat": (T, [T, I64P, INT]),
-    "tm_sort": (ST, [T, INT, B, C.POINTER(T), C.POINTER(T)]),
-    "tm_argsort": (T, [T, INT, B]),
-    "tm_topk": (ST, [T, I64, INT, B, C.POINTER(T), C.POINTER(T)]),
-    "tm_tril": (T, [T, I64]), "tm_triu": (T, [T, I64]),
-    "tm_tril_": (ST, [T, I64]), "tm_triu_": (ST, [T, I64]),
-}
-
-
-def load(path):
-    lib = C.CDLL(path)
-    for name, (res, args) in SIGS.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
+def tensors(n):
+    """A C array of n tensor pointers (tm_tensor *[n])."""
+    return ffi.new("tm_tensor *[]", max(1, n))
 
 
 def i64s(xs):
-    return (I64 * max(1, len(xs)))(*[int(x) for x in xs])
+    return ffi.new("int64_t[]", [int(x) for x in xs] or [0])
 
 
 def ints(xs):
-    return (INT * max(1, len(xs)))(*[int(x) for x in xs])
+    return ffi.new("int[]", [int(x) for x in xs] or [0])
 
 
 # ------------------------------------------------------------ numpy rules
@@ -196,7 +157,7 @@ class Ctx:
 
     def err(self):
         e = self.lib.tm_last_error()
-        return e.decode() if e else ""
+        return ffi.string(e).decode() if e else ""
 
     def check(self, h, what):
         """A NULL result must come with an error message."""
@@ -220,7 +181,8 @@ class Ctx:
         store = "f32" if dt == "bf16" else dt
         buf = np.array(a.astype(NP[store]), order="C")
         sh = i64s(a.shape)
-        h = self.lib.tm_from_buffer(buf.ctypes.data, sh, a.ndim, CODE[store])
+        h = self.lib.tm_from_buffer(ffi.cast("void *", buf.ctypes.data), sh,
+                                    a.ndim, CODE[store])
         self.check(h, "tm_from_buffer")
         if dt == "bf16":
             h = self.check(self.lib.tm_to_dtype(h, CODE["bf16"]), "to bf16")
@@ -234,8 +196,8 @@ class Ctx:
         dt = NAME[lib.tm_dtype_of(h)]
         store = "f32" if dt == "bf16" else dt
         out = np.empty(shape, dtype=NP[store])
-        st = lib.tm_copy_to_buffer(h, out.ctypes.data, max(1, out.nbytes),
-                                   CODE[store])
+        st = lib.tm_copy_to_buffer(h, ffi.cast("void *", out.ctypes.data),
+                                   max(1, out.nbytes), CODE[store])
         if st != 0:
             raise Mismatch(f"tm_copy_to_buffer failed: {self.err()}")
         return out, dt
@@ -380,20 +342,17 @@ ULP = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
 # numpy references following Foundry's documented rules (ops.h); they
 # raise ValueError where Foundry must fail.
 
-BIN = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
-       "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-       "floor_divide", "remainder"]
-PRED = set(BIN[7:16])
-UN = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt",
-      "sin", "cos", "tanh", "sigmoid", "relu", "leaky_relu", "gelu",
-      "gelu_tanh", "silu", "softplus", "logical_not", "floor", "ceil",
-      "round", "trunc", "reciprocal", "square", "erf", "log2", "isnan",
-      "isinf", "isfinite", "clamp"]
+# name -> C value of every op, in value order (the draws below pick from
+# these lists, so a given seed draws the same cases while the enums stay).
+BIN_OP = {n: v for v, n in op_names("tm_binary_op").items()}
+UN_OP = {n: v for v, n in op_names("tm_unary_op").items()}
+RED_OP = {n: v for v, n in op_names("tm_reduce_op").items()}
+BIN, UN, RED = list(BIN_OP), list(UN_OP), list(RED_OP)
+PRED = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+        "logical_xor"}  # binary ops that give bool
 KEEP = {"neg", "abs", "sign", "relu", "square", "floor", "ceil", "round",
         "trunc", "clamp"}
 TOBOOL = {"logical_not", "isnan", "isinf", "isfinite"}
-RED = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "norm",
-       "any", "all"]
 
 
 def ref_binary(op, X, Y, pt):

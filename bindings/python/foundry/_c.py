@@ -3,7 +3,8 @@ import os as _os
 
 from ._foundry_cffi import ffi, lib
 
-__all__ = ["ffi", "lib", "FoundryError", "check", "wrap", "dtype"]
+__all__ = ["ffi", "lib", "FoundryError", "check", "error", "dtype",
+           "op_names"]
 
 # ------------------------------------------------------------------ errors
 
@@ -43,6 +44,11 @@ _ERRORS = {s: _error_class(s, *how) for s, how in {
 }.items()}
 
 
+def error_class(status):
+    """The exception class of a C status (lib.TM_ESTATE, ...)."""
+    return _ERRORS.get(status, FoundryError)
+
+
 def error():
     """The exception for the calling thread's last C failure."""
     status = lib.tm_last_status()
@@ -56,6 +62,27 @@ def check(status):
     if status < 0:
         raise error()
     return status
+
+
+# --------------------------------------------------------------- op tables
+# The C op enums (tm_unary_op, tm_binary_op, tm_reduce_op) are the one list
+# of elementwise and reduction ops; Python reads them through cffi instead of
+# keeping a copy.
+
+_OP_PREFIX = {"tm_unary_op": "TM_OP_", "tm_binary_op": "TM_OP_",
+              "tm_reduce_op": "TM_RED_"}
+
+
+def op_names(enum):
+    """{value: name} of a C op enum ("tm_unary_op", "tm_binary_op" or
+    "tm_reduce_op"), in value order: the C name lower-cased without its
+    prefix (TM_OP_GELU_TANH -> "gelu_tanh"); the *_COUNT sentinel is left
+    out."""
+    prefix = _OP_PREFIX[enum]
+    elements = ffi.typeof(enum).elements
+    return {v: elements[v][len(prefix):].lower() for v in sorted(elements)
+            if elements[v].startswith(prefix) and
+            not elements[v].endswith("_COUNT")}
 
 
 # ---------------------------------------------------------- C memory owned

@@ -6,8 +6,11 @@ import operator
 import numpy as np
 
 from . import _c
-from ._c import ffi, lib
-from ._tensor import Tensor, wrap, shape_args, to_dtype
+from ._base import device_arg, shape_args, to_dtype, unsupported, wrap
+from ._c import check, ffi, lib
+from ._exports import export
+from ._random import int_bounds, with_rng
+from ._tensor import Tensor
 
 # numpy dtypes Foundry can hold (bfloat16 has no numpy type).
 _NP_OK = frozenset(_c.BY_NP)
@@ -22,18 +25,29 @@ def _np_dtype_of(arr):
     return _c.BY_NP[name]
 
 
-def _finish(t, requires_grad):
+def _finish(t, requires_grad, dev=None):
+    """t moved to dev (a device from device_arg; None: stays on the CPU),
+    then marked as requiring grad when asked."""
+    if dev is not None:
+        t = t.to(dev)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
+def _no_pinning(pin_memory, fn):
+    if pin_memory:
+        raise unsupported(f"{fn}(pin_memory", True)
+
+
+@export
 def from_numpy(array):
     """A tensor sharing `array`'s memory (no copy).  The tensor's storage
     keeps the array alive; writes through either are seen by the other.
     A read-only array gives a tensor that refuses in-place writes.  Arrays
     whose strides are negative or not a multiple of the item size cannot be
-    shared (ValueError; copy them with foundry.tensor)."""
+    shared (ValueError; copy them with foundry.tensor).  Mirrors
+    torch.from_numpy."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, not "
                         f"{type(array).__name__}")
@@ -86,13 +100,19 @@ def _infer(data):
     return arr, arr.dtype.kind == "f"
 
 
-def tensor(data, dtype=None, requires_grad=False, device=None):
+@export
+def tensor(data, dtype=None, requires_grad=False, device=None,
+           pin_memory=False):
     """A new tensor with a copy of `data` (numbers, nested lists, numpy
     arrays, tensors).  Python floats become float32 (the default dtype),
-    ints int64, bools bool; numpy arrays keep their dtype."""
+    ints int64, bools bool; numpy arrays keep their dtype.  Mirrors
+    torch.tensor (pin_memory=True is not supported)."""
+    dev = device_arg(device, "tensor")
+    _no_pinning(pin_memory, "tensor")
     if isinstance(data, Tensor):
         t = data.detach().clone()
-        return _finish(t if dtype is None else t.to(dtype), requires_grad)
+        return _finish(t if dtype is None else t.to(dtype), requires_grad,
+                       dev)
     arr, python_float = _infer(data)
     if dtype is not None:
         dt = to_dtype(dtype)
@@ -116,12 +136,18 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         t = wrap(lib.tm_from_buffer(ffi.from_buffer(src) if src.size else
                                     ffi.NULL, ffi.new("int64_t[]", src.shape),
                                     src.ndim, dt.c))
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, dev)
 
 
-def as_tensor(data, dtype=None):
-    """Shares memory with a numpy array of a supported dtype when no
-    conversion is needed; copies otherwise."""
+@export
+def as_tensor(data, dtype=None, device=None):
+    """data as a tensor, sharing memory when it can: a tensor of the right
+    dtype (and device) is returned as is, a numpy array of a supported
+    dtype is shared when no conversion is needed; anything else is copied.
+    Mirrors torch.as_tensor."""
+    dev = device_arg(device, "as_tensor")
+    if dev is not None:
+        return as_tensor(data, dtype).to(dev)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if (isinstance(data, np.ndarray) and data.dtype.name in _NP_OK and
@@ -136,21 +162,65 @@ def _dt(dtype, default=_c.float32):
     return default if dtype is None else to_dtype(dtype)
 
 
-def _factory(c_fn):
+def _factory(name, c_fn, what):
     def make(*size, dtype=None, requires_grad=False, device=None):
+        dev = device_arg(device, name)
         s, n = shape_args(size)
-        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad)
-    return make
+        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad, dev)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
+                    f"sequence); float32 unless dtype is given.  Mirrors "
+                    f"torch.{name}.")
+    return export(make)
 
 
-zeros = _factory(lib.tm_zeros)
-ones = _factory(lib.tm_ones)
-empty = _factory(lib.tm_empty)
-rand = _factory(lib.tm_rand)
-randn = _factory(lib.tm_randn)
-for _f, _n in ((zeros, "zeros"), (ones, "ones"), (empty, "empty"),
-               (rand, "rand"), (randn, "randn")):
-    _f.__name__ = _f.__qualname__ = _n
+zeros = _factory("zeros", lib.tm_zeros, "zeros")
+ones = _factory("ones", lib.tm_ones, "ones")
+
+
+@export
+def empty(*size, dtype=None, requires_grad=False, device=None,
+          pin_memory=False):
+    """A tensor of the given size (ints or one sequence) with uninitialised
+    elements; float32 unless dtype is given.  Mirrors torch.empty
+    (pin_memory=True is not supported)."""
+    dev = device_arg(device, "empty")
+    _no_pinning(pin_memory, "empty")
+    s, n = shape_args(size)
+    return _finish(wrap(lib.tm_empty(s, n, _dt(dtype).c)), requires_grad, dev)
+
+
+def _random_factory(name, c_default, c_fill, what):
+    """rand / randn: the C factory for the default generator, or an empty
+    tensor filled from a Generator."""
+    def make(*size, generator=None, dtype=None, requires_grad=False,
+             device=None, pin_memory=False):
+        dev = device_arg(device, name)
+        _no_pinning(pin_memory, name)
+        s, n = shape_args(size)
+        dt = _dt(dtype).c
+        if generator is None:
+            t = wrap(c_default(s, n, dt))
+        else:
+            t = wrap(lib.tm_empty(s, n, dt))
+            p = t._p
+            with_rng(generator, lambda r: check(c_fill(p, r)))
+        return _finish(t, requires_grad, dev)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
+                    f"sequence); float32 unless dtype is given (a float "
+                    f"dtype).  Drawn from `generator` (None: the default "
+                    f"generator).  Mirrors torch.{name} (pin_memory=True is "
+                    f"not supported).")
+    return export(make)
+
+
+rand = _random_factory("rand", lib.tm_rand,
+                       lambda p, r: lib.tm_uniform_(p, 0.0, 1.0, r),
+                       "uniform numbers in [0, 1)")
+randn = _random_factory("randn", lib.tm_randn,
+                        lambda p, r: lib.tm_normal_(p, 0.0, 1.0, r),
+                        "standard normal numbers")
 
 
 def _scalar_dtype(*values):
@@ -161,15 +231,25 @@ def _scalar_dtype(*values):
     return _c.float32
 
 
+@export
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of `size` filled with fill_value; the dtype is inferred from
+    fill_value (bool, int64 or float32) unless given.  Mirrors
+    torch.full."""
+    dev = device_arg(device, "full")
     s, n = shape_args((size,))
     dt = _scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(s, n, float(fill_value), dt.c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
+@export
 def arange(start, end=None, step=1, dtype=None, requires_grad=False,
            device=None):
+    """start, start + step, ... below end (arange(n): 0 .. n-1); int64 when
+    every argument is an int, else float32, unless dtype is given.  Mirrors
+    torch.arange."""
+    dev = device_arg(device, "arange")
     if end is None:
         start, end = 0, start
     dt = _scalar_dtype(start, end, step) if dtype is None else \
@@ -177,24 +257,43 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False,
     if dt is _c.bool_:
         dt = _c.int64
     return _finish(wrap(lib.tm_arange(start, end, step, dt.c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
+@export
 def linspace(start, end, steps, dtype=None, requires_grad=False,
              device=None):
+    """`steps` evenly spaced numbers from start to end inclusive; float32
+    unless dtype is given.  Mirrors torch.linspace."""
+    dev = device_arg(device, "linspace")
     return _finish(wrap(lib.tm_linspace(start, end, operator.index(steps),
-                                        _dt(dtype).c)), requires_grad)
+                                        _dt(dtype).c)), requires_grad, dev)
 
 
+@export
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    """An n x m (default n x n) matrix with ones on the diagonal; float32
+    unless dtype is given.  Mirrors torch.eye."""
+    dev = device_arg(device, "eye")
     return _finish(wrap(lib.tm_eye(operator.index(n), -1 if m is None else
                                    operator.index(m), _dt(dtype).c)),
-                   requires_grad)
+                   requires_grad, dev)
 
 
+def _randint_into(t, low, high, generator):
+    p = t._p
+    with_rng(generator, lambda r: check(lib.tm_randint_(p, low, high, r)))
+    return t
+
+
+@export
 def randint(low, high=None, size=None, dtype=None, requires_grad=False,
-            device=None):
-    """Integers in [low, high) (randint(high, size) starts at 0)."""
+            device=None, *, generator=None):
+    """Integers drawn uniformly from [low, high) (randint(high, size) starts
+    at 0), int64 unless dtype is given (one that holds every integer of the
+    range).  Drawn from `generator` (None: the default generator).  Mirrors
+    torch.randint."""
+    dev = device_arg(device, "randint")
     if size is None:
         if high is None or isinstance(high, numbers.Integral):
             raise TypeError("randint() needs a size, e.g. "
@@ -203,42 +302,89 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
     elif high is None:
         low, high = 0, low
     s, n = shape_args((size,))
-    return _finish(wrap(lib.tm_randint(operator.index(low),
-                                       operator.index(high), s, n,
-                                       _dt(dtype, _c.int64).c)),
-                   requires_grad)
+    low, high = int_bounds(low, high, "randint")
+    dt = _dt(dtype, _c.int64).c
+    if generator is None:
+        t = wrap(lib.tm_randint(low, high, s, n, dt))
+    else:
+        t = _randint_into(wrap(lib.tm_empty(s, n, dt)), low, high, generator)
+    return _finish(t, requires_grad, dev)
 
 
-def _like(c_fn):
+@export
+def randperm(n, *, generator=None, dtype=None, requires_grad=False,
+             device=None, pin_memory=False):
+    """A random permutation of 0 .. n-1, int64 unless dtype is given: the
+    argsort of n float64 uniforms drawn from `generator` (None: the default
+    generator).  Mirrors torch.randperm (pin_memory=True is not
+    supported)."""
+    dev = device_arg(device, "randperm")
+    _no_pinning(pin_memory, "randperm")
+    s, k = shape_args((operator.index(n),))
+    keys = wrap(lib.tm_empty(s, k, lib.TM_F64))
+    p = keys._p
+    with_rng(generator, lambda r: check(lib.tm_uniform_(p, 0.0, 1.0, r)))
+    t = keys.argsort()
+    if dtype is not None:
+        t = t.to(dtype)
+    return _finish(t, requires_grad, dev)
+
+
+def _like(name, c_fn, what):
     def make(input, dtype=None, requires_grad=False, device=None):
+        dev = device_arg(device, name)
         dt = input.dtype if dtype is None else to_dtype(dtype)
         s = lib.tm_shape(input._p)
-        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad)
-    return make
+        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad, dev)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
+                    f"dtype is given).  Mirrors torch.{name}.")
+    return export(make)
 
 
-zeros_like = _like(lib.tm_zeros)
-ones_like = _like(lib.tm_ones)
-empty_like = _like(lib.tm_empty)
-rand_like = _like(lib.tm_rand)
-randn_like = _like(lib.tm_randn)
+zeros_like = _like("zeros_like", lib.tm_zeros, "zeros")
+ones_like = _like("ones_like", lib.tm_ones, "ones")
+empty_like = _like("empty_like", lib.tm_empty, "uninitialised elements")
 
 
+def _random_like(name, factory, what):
+    def make(input, dtype=None, requires_grad=False, device=None, *,
+             generator=None):
+        dt = input.dtype if dtype is None else dtype
+        return factory(input.shape, generator=generator, dtype=dt,
+                       requires_grad=requires_grad, device=device)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
+                    f"dtype is given), drawn from `generator` (None: the "
+                    f"default generator).  Mirrors torch.{name}.")
+    return export(make)
+
+
+rand_like = _random_like("rand_like", rand, "uniform numbers in [0, 1)")
+randn_like = _random_like("randn_like", randn, "standard normal numbers")
+
+
+@export
 def full_like(input, fill_value, dtype=None, requires_grad=False,
               device=None):
+    """A tensor of input's shape and dtype (unless dtype is given) filled
+    with fill_value.  Mirrors torch.full_like."""
+    dev = device_arg(device, "full_like")
     dt = input.dtype if dtype is None else to_dtype(dtype)
     return _finish(wrap(lib.tm_full(lib.tm_shape(input._p), input.ndim,
-                                    float(fill_value), dt.c)), requires_grad)
+                                    float(fill_value), dt.c)), requires_grad,
+                   dev)
 
 
-def randint_like(input, low=0, high=None, dtype=None):
+@export
+def randint_like(input, low=0, high=None, dtype=None, *, generator=None,
+                 requires_grad=False, device=None):
+    """Integers in [low, high) of input's shape and dtype (unless dtype is
+    given); randint_like(input, high) starts at 0.  Drawn from `generator`
+    (None: the default generator).  Mirrors torch.randint_like."""
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape,
-                   dtype=input.dtype if dtype is None else dtype)
-
-
-def manual_seed(seed):
-    """Reseeds the default generator (rand, randn, dropout, init, ...)."""
-    seed = operator.index(seed)
-    lib.tm_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)
+                   dtype=input.dtype if dtype is None else dtype,
+                   requires_grad=requires_grad, device=device,
+                   generator=generator)

@@ -2,6 +2,7 @@
 import functools
 
 from ._c import lib
+from ._exports import export
 
 
 class _GradMode:
@@ -45,7 +46,9 @@ class enable_grad(_GradMode):
 
 
 class set_grad_enabled(_GradMode):
-    """set_grad_enabled(False) as a context manager or a plain call."""
+    """set_grad_enabled(False) as a context manager, a decorator or a plain
+    call (which sets the mode until changed).  Mirrors
+    torch.set_grad_enabled."""
 
     def __init__(self, mode):
         super().__init__()
@@ -67,5 +70,8 @@ class set_grad_enabled(_GradMode):
         return wrapper
 
 
+@export
 def is_grad_enabled():
+    """Whether the calling thread records ops for autograd.  Mirrors
+    torch.is_grad_enabled."""
     return bool(lib.tm_grad_enabled())

@@ -1,4 +1,6 @@
-"""t[key] and t[key] = value with numpy's rules.
+"""t[key] and t[key] = value with numpy's rules, and the indexing ops
+(gather, scatter, index_select, masked_fill): the _Indexing methods of
+Tensor.
 
 Basic indices (ints, slices with positive steps, None, Ellipsis) give views.
 Advanced indices (integer tensors / lists / arrays, bool masks) give copies;
@@ -12,9 +14,10 @@ import operator
 
 import numpy as np
 
-from . import _c
-from ._c import lib
-from ._tensor import Tensor, wrap, SCALAR
+from . import _c, _tensor
+from ._base import SCALAR, ptr, wrap
+from ._c import check, lib
+from ._exports import export
 
 _END = 2 ** 63 - 1
 
@@ -22,7 +25,7 @@ _END = 2 ** 63 - 1
 def _as_index_tensor(x):
     """Lists / arrays / tensors used as advanced indices -> Tensor."""
     from ._create import tensor
-    if isinstance(x, Tensor):
+    if isinstance(x, _tensor.Tensor):
         return x
     arr = np.asarray(x)
     if arr.dtype == object or arr.dtype.kind not in "biu":
@@ -38,6 +41,7 @@ def _as_index_tensor(x):
 
 def _normalise(key, ndim):
     """key -> a list of items with the Ellipsis expanded."""
+    Tensor = _tensor.Tensor
     if not isinstance(key, tuple):
         key = (key,)
     items = []
@@ -97,7 +101,7 @@ def _basic(t, items):
         elif k is None:
             v = wrap(lib.tm_unsqueeze(v._p, d))
             d += 1
-        elif isinstance(k, Tensor):
+        elif isinstance(k, _tensor.Tensor):
             if k.dtype is _c.bool_:
                 shape = v.shape[d:d + k.ndim]
                 if tuple(k.shape) != tuple(shape):
@@ -157,7 +161,13 @@ def _linear_index(v, dims, idx):
     return lin
 
 
-def getitem(t, key):
+def _getitem(t, key):
+    """t[key]: numpy's basic (views) and advanced (copies) indexing.
+
+    Ints, slices with positive steps, None and ... give views; integer
+    tensors, lists or arrays and bool masks give copies, broadcast together,
+    with numpy's placement of the advanced dims.  Recorded for autograd.
+    Mirrors torch.Tensor.__getitem__."""
     items = _normalise(key, t.ndim)
     v, adv = _basic(t, items)
     if not adv:
@@ -178,12 +188,15 @@ def getitem(t, key):
 
 def _value_tensor(value, like):
     from ._create import tensor
-    if isinstance(value, Tensor):
+    if isinstance(value, _tensor.Tensor):
         return value
     return tensor(value, dtype=like.dtype)
 
 
-def setitem(t, key, value):
+def _setitem(t, key, value):
+    """t[key] = value (a number, tensor or array, broadcast to the indexed
+    shape); writes into t.  Duplicate advanced indices: the last write
+    wins.  Mirrors torch.Tensor.__setitem__."""
     items = _normalise(key, t.ndim)
     v, adv = _basic(t, items)
     if not adv:
@@ -217,5 +230,83 @@ def setitem(t, key, value):
     p.copy_(tmp.reshape(p.shape))
 
 
-Tensor.__getitem__ = getitem
-Tensor.__setitem__ = setitem
+def _index(index):
+    return ptr(index, "index")
+
+
+class _Indexing:
+    """Indexing with [] and the gather / scatter family."""
+
+    __slots__ = ()
+
+    # The module functions themselves (no extra call on t[i]).
+    __getitem__ = _getitem
+    __setitem__ = _setitem
+
+    @export
+    def gather(self, dim, index):
+        """out[i][j] = self[index[i][j]][j] for dim 0 (and so on): index
+        (int64 or int32) has self's ndim and out has index's shape.
+        Mirrors torch.gather and torch.Tensor.gather."""
+        return wrap(lib.tm_gather(self._p, operator.index(dim),
+                                  _index(index)))
+
+    @export
+    def scatter(self, dim, index, src=None, value=None):
+        """A copy of self with out[index[i][j]][j] = src[i][j] (dim 0), or
+        = value.  src is a tensor of self's dtype or a number; where
+        indices collide the last write wins.  Mirrors torch.scatter and
+        torch.Tensor.scatter."""
+        if src is None and value is None:
+            raise TypeError("scatter: give src or value")
+        if src is not None and not isinstance(src, _tensor.Tensor):
+            value, src = src, None
+        if src is None:
+            return wrap(lib.tm_scatter_value(self._p, operator.index(dim),
+                                             _index(index), float(value)))
+        return wrap(lib.tm_scatter(self._p, operator.index(dim),
+                                   _index(index), src._p))
+
+    def scatter_(self, dim, index, src):
+        """In-place scatter (src a tensor or a number); every index is
+        checked before anything is written.  Mirrors
+        torch.Tensor.scatter_."""
+        if not isinstance(src, _tensor.Tensor):
+            src = self.new_full(index.shape, src)
+        check(lib.tm_scatter_(self._p, operator.index(dim), _index(index),
+                              src._p))
+        return self
+
+    @export
+    def scatter_add(self, dim, index, src):
+        """A copy of self with src added at the indexed places (colliding
+        indices accumulate).  Mirrors torch.scatter_add and
+        torch.Tensor.scatter_add."""
+        return wrap(lib.tm_scatter_add(self._p, operator.index(dim),
+                                       _index(index), ptr(src, "src")))
+
+    def scatter_add_(self, dim, index, src):
+        """In-place scatter_add.  Mirrors torch.Tensor.scatter_add_."""
+        check(lib.tm_scatter_add_(self._p, operator.index(dim),
+                                  _index(index), ptr(src, "src")))
+        return self
+
+    @export
+    def index_select(self, dim, index):
+        """The entries of a 1-D integer index along dim (a copy).  Mirrors
+        torch.index_select and torch.Tensor.index_select."""
+        return wrap(lib.tm_index_select(self._p, operator.index(dim),
+                                        _index(index)))
+
+    @export
+    def masked_fill(self, mask, value):
+        """A copy of self with value where the bool mask (broadcast to
+        self's shape) is true.  Mirrors torch.masked_fill and
+        torch.Tensor.masked_fill."""
+        return wrap(lib.tm_masked_fill(self._p, ptr(mask, "mask"),
+                                       float(value)))
+
+    def masked_fill_(self, mask, value):
+        """In-place masked_fill.  Mirrors torch.Tensor.masked_fill_."""
+        check(lib.tm_masked_fill_(self._p, ptr(mask, "mask"), float(value)))
+        return self

@@ -3,188 +3,47 @@
 A Tensor owns exactly one C reference and drops it when the Python object
 dies.  Everything else (shape, dtype, grad, ...) is read from the C tensor,
 so views made in C and their Python wrappers always agree.
+
+The class is declared here from its method families, each a class of its
+own file (every method declared there, with its docstring):
+  _ops_arith.py   _Arithmetic   binary ops, operators, matmul
+  _ops_unary.py   _Elementwise  unary ops, clamp, where
+  _ops_reduce.py  _Reductions   reductions, sorting, softmax
+  _ops_shape.py   _Shape        shapes, views, split / cat
+  _index.py       _Indexing     [] and gather / scatter
+  _convert.py     _Conversion   to(), dtype casts, new_*, copy_ / fill_
+  _random.py      _RandomFills  uniform_ / normal_ / random_
+This file holds the rest: lifetime, geometry, autograd and numpy.
 """
-import numbers
 import operator
 
 import numpy as np
 
 from . import _c
-from ._c import ffi, lib, error
-
-_new = object.__new__
-_Integral = numbers.Integral
-# Python numbers (bool and numpy scalars included) act as scalars in ops.
-SCALAR = (numbers.Number, np.generic)
-
-
-def wrap(p):
-    """A Tensor owning the new reference `p`; raises the C error if NULL."""
-    if not p:
-        raise error()
-    t = _new(Tensor)
-    t._p = p
-    return t
+from ._base import (DEVICES, GradFn, Size, error, ptr, wrap,
+                    wrap_borrowed)
+from ._c import ffi, lib
+from ._convert import _Conversion
+from ._exports import export
+from ._index import _Indexing
+from ._ops_arith import _Arithmetic
+from ._ops_reduce import _Reductions
+from ._ops_shape import _Shape
+from ._ops_unary import _Elementwise
+from ._random import _RandomFills
 
 
-def wrap_borrowed(p):
-    """A Tensor taking its own reference to the borrowed `p` (None if NULL)."""
-    if not p:
-        return None
-    t = _new(Tensor)
-    t._p = lib.tm_retain(p)
-    return t
+class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
+             _Conversion, _RandomFills):
+    """An n-dimensional array on a device, with autograd.
 
-
-def ptr(x, what="argument"):
-    """The C pointer of a Tensor argument (TypeError for anything else)."""
-    if isinstance(x, Tensor):
-        return x._p
-    raise TypeError(f"{what} must be a foundry.Tensor, not "
-                    f"{type(x).__name__}")
-
-
-def as_tensor_like(x, like):
-    """x as a Tensor: Tensors pass through; numbers and arrays become a
-    tensor of `like`'s dtype (for ops that take tensors only)."""
-    if isinstance(x, Tensor):
-        return x
-    from ._create import tensor
-    return tensor(x, dtype=like.dtype)
-
-
-def int64_array(values, what):
-    """A C int64_t[] of `values` (ints), with Python-style errors."""
-    try:
-        vals = [operator.index(v) for v in values]
-    except TypeError:
-        raise TypeError(f"{what} must be integers, got "
-                        f"{[type(v).__name__ for v in values]}") from None
-    try:
-        return ffi.new("int64_t[]", vals), len(vals)
-    except OverflowError:
-        raise ValueError(f"{what} {vals} does not fit in int64") from None
-
-
-def shape_args(args, what="shape"):
-    """(2, 3), ((2, 3),) or ([2, 3],) -> C int64_t[], ndim."""
-    if len(args) == 1 and not isinstance(args[0], _Integral):
-        args = args[0]
-        if isinstance(args, Tensor):
-            args = args.tolist()
-    if not isinstance(args, (tuple, list, Size)):
-        raise TypeError(f"{what} must be a sequence of ints, not "
-                        f"{type(args).__name__}")
-    if len(args) > lib.TM_MAX_DIMS:
-        raise ValueError(f"{what} has {len(args)} dims; at most "
-                         f"{lib.TM_MAX_DIMS} are supported")
-    return int64_array(args, what)
-
-
-def dims_arg(dim):
-    """None / int / sequence of ints -> (C int[] or NULL, count)."""
-    if dim is None:
-        return ffi.NULL, 0
-    if isinstance(dim, _Integral):
-        return ffi.new("int[]", [int(dim)]), 1
-    dims = [operator.index(d) for d in dim]
-    if len(dims) > lib.TM_MAX_DIMS:
-        raise ValueError(f"too many dims: {dims}")
-    return ffi.new("int[]", dims), len(dims)
-
-
-def to_dtype(d):
-    """A foundry.dtype from a dtype, a numpy dtype or a name."""
-    if isinstance(d, _c.dtype):
-        return d
-    if isinstance(d, str) and d in _c.BY_NP:
-        return _c.BY_NP[d]
-    if d is float:
-        return _c.float32
-    if d is int:
-        return _c.int64
-    if d is bool:
-        return _c.bool_
-    try:
-        nd = np.dtype(d)
-    except TypeError:
-        nd = None
-    if nd is not None and nd.name in _c.BY_NP:
-        return _c.BY_NP[nd.name]
-    raise TypeError(f"not a foundry dtype: {d!r}")
-
-
-class Size(tuple):
-    """A tensor's shape: a tuple of ints (like torch.Size)."""
-
-    def __repr__(self):
-        return "foundry.Size([" + ", ".join(map(str, self)) + "])"
-
-    def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-
-class device:
-    """Where a tensor lives: foundry.device('cpu')."""
-
-    __slots__ = ("type",)
-    _NAMES = {"cpu": lib.TM_CPU, "cuda": lib.TM_CUDA, "metal": lib.TM_METAL}
-
-    def __init__(self, type="cpu"):
-        if isinstance(type, device):
-            type = type.type
-        name = str(type).split(":")[0]
-        if name not in self._NAMES:
-            raise ValueError(f"unknown device {type!r}; expected one of "
-                             f"{sorted(self._NAMES)}")
-        self.type = name
-
-    @property
-    def c(self):
-        return self._NAMES[self.type]
-
-    def __eq__(self, other):
-        try:
-            return device(other).type == self.type
-        except (ValueError, TypeError):
-            return NotImplemented
-
-    def __hash__(self):
-        return hash(self.type)
-
-    def __str__(self):
-        return self.type
-
-    def __repr__(self):
-        return f"device(type='{self.type}')"
-
-
-_DEVICES = {lib.TM_CPU: device("cpu"), lib.TM_CUDA: device("cuda"),
-            lib.TM_METAL: device("metal")}
-
-
-class GradFn:
-    """The node that produced a non-leaf tensor (only its name is exposed)."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def name(self):
-        return self._name
-
-    def __repr__(self):
-        return f"<{self._name} object>"
-
-
-class Tensor:
-    """An n-dimensional array on a device, with autograd (see foundry.h)."""
+    Tensor(data, dtype=None, requires_grad=False) copies data as
+    foundry.tensor does.  Methods mirror torch.Tensor's; each says what it
+    mirrors and where Foundry differs.  The C library's manual is
+    include/foundry/*.h."""
 
     __slots__ = ("_p", "__weakref__")
+    # _Arithmetic defines __eq__ (elementwise), which would unset hashing.
     __hash__ = object.__hash__
 
     def __init__(self, data=None, dtype=None, requires_grad=False):
@@ -203,10 +62,14 @@ class Tensor:
     # ---------------------------------------------------------- geometry
     @property
     def shape(self):
+        """The sizes of the dims, a foundry.Size (a tuple).  Mirrors
+        torch.Tensor.shape."""
         p = self._p
         return Size(ffi.unpack(lib.tm_shape(p), lib.tm_ndim(p)))
 
     def size(self, dim=None):
+        """The shape, or the size of one dim (negative counts from the
+        end).  Mirrors torch.Tensor.size."""
         if dim is None:
             return self.shape
         n = lib.tm_size(self._p, operator.index(dim))
@@ -216,12 +79,17 @@ class Tensor:
 
     @property
     def ndim(self):
+        """The number of dims.  Mirrors torch.Tensor.ndim."""
         return lib.tm_ndim(self._p)
 
     def dim(self):
+        """The number of dims.  Mirrors torch.Tensor.dim."""
         return lib.tm_ndim(self._p)
 
+    @export
     def numel(self):
+        """The number of elements.  Mirrors torch.numel and
+        torch.Tensor.numel (also as nelement)."""
         return lib.tm_numel(self._p)
 
     nelement = numel
@@ -232,6 +100,8 @@ class Tensor:
         return lib.tm_shape(self._p)[0]
 
     def stride(self, dim=None):
+        """The strides in elements (a tuple), or one dim's.  Mirrors
+        torch.Tensor.stride."""
         p = self._p
         if dim is None:
             return tuple(ffi.unpack(lib.tm_strides(p), lib.tm_ndim(p)))
@@ -243,46 +113,64 @@ class Tensor:
 
     @property
     def strides(self):
+        """stride() as a property (numpy's name, in elements)."""
         return self.stride()
 
     def storage_offset(self):
+        """The offset of the first element in the memory, in elements.
+        Mirrors torch.Tensor.storage_offset."""
         return lib.tm_offset(self._p)
 
     def is_contiguous(self):
+        """True when the elements are in row-major order without gaps.
+        Mirrors torch.Tensor.is_contiguous."""
         return bool(lib.tm_is_contiguous(self._p))
 
     @property
     def dtype(self):
+        """The element type, a foundry.dtype.  Mirrors torch.Tensor.dtype."""
         return _c.BY_C[lib.tm_dtype_of(self._p)]
 
     @property
     def device(self):
-        return _DEVICES[lib.tm_device_of(self._p)]
+        """Where the memory is, a foundry.device.  Mirrors
+        torch.Tensor.device."""
+        return DEVICES[lib.tm_device_of(self._p)]
 
     @property
     def is_cpu(self):
+        """True for a tensor in CPU memory.  Mirrors torch.Tensor.is_cpu."""
         return lib.tm_device_of(self._p) == lib.TM_CPU
 
     def element_size(self):
+        """Bytes per element.  Mirrors torch.Tensor.element_size."""
         return lib.tm_dtype_size(lib.tm_dtype_of(self._p))
 
     @property
     def itemsize(self):
+        """Bytes per element.  Mirrors torch.Tensor.itemsize."""
         return self.element_size()
 
     @property
     def nbytes(self):
+        """numel() * itemsize.  Mirrors torch.Tensor.nbytes."""
         return lib.tm_nbytes(self._p)
 
     def is_floating_point(self):
+        """True for float16, bfloat16, float32 and float64.  Mirrors
+        torch.Tensor.is_floating_point."""
         return bool(lib.tm_dtype_is_float(lib.tm_dtype_of(self._p)))
 
     def data_ptr(self):
+        """The address of the first element.  Mirrors
+        torch.Tensor.data_ptr."""
         return int(ffi.cast("uintptr_t", lib.tm_data(self._p)))
 
     # ---------------------------------------------------------- autograd
     @property
     def requires_grad(self):
+        """Whether autograd records ops on this tensor (settable on leaves,
+        float dtypes only).  Mirrors torch.Tensor.requires_grad."""
         return bool(lib.tm_requires_grad(self._p))
 
     @requires_grad.setter
@@ -290,11 +178,16 @@ class Tensor:
         _c.check(lib.tm_requires_grad_(self._p, bool(on)))
 
     def requires_grad_(self, requires_grad=True):
+        """Sets requires_grad on a leaf; returns self.  Mirrors
+        torch.Tensor.requires_grad_."""
         _c.check(lib.tm_requires_grad_(self._p, bool(requires_grad)))
         return self
 
     @property
     def grad(self):
+        """The gradient accumulated by backward (None until then); a new
+        wrapper each time, sharing the memory.  Settable (a tensor of self's
+        shape and dtype, or None).  Mirrors torch.Tensor.grad."""
         return wrap_borrowed(lib.tm_grad(self._p))
 
     @grad.setter
@@ -308,29 +201,48 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        """The node that produced this tensor (None for leaves); only its
+        name() is exposed.  Mirrors torch.Tensor.grad_fn."""
         name = lib.tm_grad_fn_name(self._p)
         return GradFn(ffi.string(name).decode()) if name else None
 
     @property
     def is_leaf(self):
+        """True for tensors not produced by a recorded op.  Mirrors
+        torch.Tensor.is_leaf."""
         return bool(lib.tm_is_leaf(self._p))
 
     def retain_grad(self):
+        """Keeps the gradient of a non-leaf after backward.  Mirrors
+        torch.Tensor.retain_grad."""
         _c.check(lib.tm_retain_grad(self._p))
 
     def backward(self, gradient=None, retain_graph=False):
+        """Backpropagates into the leaves' grad.
+
+        gradient: the output's gradient (self's shape; None for a
+        one-element self, meaning 1).  retain_graph keeps the graph for
+        another backward.  Mirrors torch.Tensor.backward."""
         g = ffi.NULL if gradient is None else ptr(gradient, "gradient")
         _c.check(lib.tm_backward_ex(self._p, g, bool(retain_graph)))
 
+    @export
     def detach(self):
+        """A tensor sharing self's memory, cut from the graph (a leaf that
+        does not require grad).  Mirrors torch.detach and
+        torch.Tensor.detach."""
         return wrap(lib.tm_detach(self._p))
 
     def detach_(self):
+        """Stops self (a leaf) requiring grad; returns self.  Mirrors
+        torch.Tensor.detach_ for leaves."""
         _c.check(lib.tm_requires_grad_(self._p, False))
         return self
 
     @property
     def data(self):
+        """detach(): the same memory without autograd.  Mirrors
+        torch.Tensor.data."""
         return wrap(lib.tm_detach(self._p))
 
     # ----------------------------------------------------------- numpy
@@ -355,7 +267,9 @@ class Tensor:
     def numpy(self, force=False):
         """An array sharing this tensor's memory (it keeps the tensor's
         storage alive).  Refused for tensors that require grad, as in
-        PyTorch, unless force=True (then a detached copy is returned)."""
+        PyTorch, unless force=True (then a detached copy is returned).
+        bfloat16 has no numpy type (TypeError).  Mirrors
+        torch.Tensor.numpy."""
         if lib.tm_requires_grad(self._p):
             if not force:
                 raise _c.FoundryError(
@@ -367,16 +281,23 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.detach() if self.requires_grad else self)
         if dtype is not None:
+            if copy is False and np.dtype(dtype) != a.dtype:
+                raise ValueError(f"__array__(copy=False): a {a.dtype} "
+                                 f"tensor needs a copy to become {dtype}")
             a = a.astype(dtype, copy=False)
         return a.copy() if copy else a
 
     def tolist(self):
+        """The elements as nested Python lists (a number for 0-d).
+        Mirrors torch.Tensor.tolist."""
         t = self.detach()
         if t.dtype is _c.bfloat16:
             t = t.float()
         return np.asarray(t).tolist()
 
     def item(self):
+        """The single element as a Python float, int or bool.  Mirrors
+        torch.Tensor.item."""
         p = self._p
         dt = lib.tm_dtype_of(p)
         if dt in (lib.TM_F32, lib.TM_F64, lib.TM_F16, lib.TM_BF16):

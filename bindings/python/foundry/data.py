@@ -3,7 +3,8 @@ import os
 
 from . import _c
 from ._c import ffi, lib
-from ._tensor import Tensor, wrap
+from ._base import wrap
+from ._tensor import Tensor
 
 __all__ = ["load_idx", "batches"]
 

@@ -14,7 +14,9 @@ import os
 
 from . import _c
 from ._c import ffi, lib
-from ._tensor import Tensor, wrap
+from ._base import device_arg, wrap
+from ._exports import export
+from ._tensor import Tensor
 
 __all__ = ["save_file", "load_file", "safe_open", "save", "load"]
 
@@ -31,13 +33,15 @@ def _string(s, what):
     return ffi.new("char[]", s.encode("utf-8"))
 
 
+@export
 def save_file(tensors, filename, metadata=None, durable=True):
     """Writes a dict name -> Tensor (numpy arrays are accepted too) to
     `filename`, with optional string -> string `metadata`.  The file is
     written beside `filename` and renamed over it, so readers never see half
     a file.  durable=True (the default) also fsyncs it, so it survives power
     loss; durable=False leaves it to the page cache, as the reference
-    `safetensors` writer does, and is faster by the disk's write time."""
+    `safetensors` writer does, and is faster by the disk's write time.
+    Mirrors safetensors.torch.save_file."""
     if not isinstance(tensors, dict):
         raise TypeError(f"tensors must be a dict of name -> Tensor, not "
                         f"{type(tensors).__name__}")
@@ -82,13 +86,15 @@ class safe_open:
                 t = f.get_tensor(name)     # zero-copy, read-only
             meta = f.metadata()
 
-    `framework` and `device` are accepted for compatibility ("pt", "np",
-    "foundry"; "cpu")."""
+    `framework` is accepted for compatibility ("pt", "np", "foundry"): the
+    tensors are foundry Tensors whatever it says.  `device` is where
+    get_tensor puts them: the CPU (zero-copy), or a device with a backend
+    in this build (a copy); any other raises NotImplementedError.  Mirrors
+    safetensors.safe_open."""
 
     def __init__(self, filename, framework="foundry", device="cpu"):
-        if str(device) != "cpu":
-            raise ValueError(f"device {device!r}: only 'cpu' is supported")
         self._f = ffi.NULL
+        self._device = device_arg(device, "safe_open")
         f = lib.tm_safetensors_open(_path(filename))
         if not f:
             raise _c.error()
@@ -126,8 +132,10 @@ class safe_open:
         f = self._handle()
         cname = _string(name, "tensor name")
         if copy:
-            return wrap(lib.tm_safetensors_load(f, cname))
-        return wrap(lib.tm_safetensors_get(f, cname))
+            t = wrap(lib.tm_safetensors_load(f, cname))
+        else:
+            t = wrap(lib.tm_safetensors_get(f, cname))
+        return t if self._device is None else t.to(self._device)
 
     def get_dtype_name(self, name):
         f = self._handle()
@@ -155,9 +163,11 @@ class safe_open:
             pass
 
 
+@export
 def load_file(filename, device="cpu", copy=False):
     """name -> Tensor for every tensor of the file, in file order
-    (zero-copy and read-only unless copy=True)."""
+    (zero-copy and read-only unless copy=True).  Mirrors
+    safetensors.torch.load_file."""
     with safe_open(filename, device=device) as f:
         return {name: f.get_tensor(name, copy=copy)
                 for name in f.offset_keys()}

@@ -1,9 +1,21 @@
-"""foundry.nn.functional: PyTorch's functional API over the C library."""
+"""foundry.nn.functional: PyTorch's functional API over the C library.
+
+inplace=True (relu, silu, leaky_relu, dropout) writes the result into the
+input and returns the input, as PyTorch does; the input's version counter
+moves, so autograd still refuses a backward through a value this
+overwrote.  The C library writes in place only into tensors autograd does
+not track: while grad mode is on, a leaf that requires grad is refused
+(FoundryStateError, as PyTorch refuses it), and so is a tensor in the
+autograd graph (NotImplementedError: PyTorch would rebase its history,
+which the library cannot do; pass inplace=False).
+"""
 import operator
 
 from .. import _c
-from .._c import ffi, lib
-from .._tensor import Tensor, wrap, ptr, int64_array
+from .._base import int64_array, ptr, wrap
+from .._c import check, ffi, lib
+from .._random import with_rng
+from .._tensor import Tensor
 
 _REDUCTIONS = {"mean": lib.TM_REDUCTION_MEAN, "sum": lib.TM_REDUCTION_SUM,
                "none": lib.TM_REDUCTION_NONE}
@@ -30,48 +42,104 @@ def _pair(v, what):
     return [v, v]
 
 
+def _writable(x, fn):
+    """Checks that inplace=True may write into x (see the module's
+    docstring); returns x."""
+    p = ptr(x, "input")
+    if lib.tm_grad_enabled() and lib.tm_requires_grad(p):
+        if lib.tm_is_leaf(p):
+            raise _c.error_class(lib.TM_ESTATE)(
+                f"{fn}(inplace=True): a leaf tensor that requires grad "
+                f"cannot be written in place while grad mode is on")
+        raise NotImplementedError(
+            f"{fn}(inplace=True): the input is part of the autograd graph "
+            f"(it requires grad and is not a leaf); the library does not "
+            f"write in place into such tensors (PyTorch rebases their "
+            f"history); pass inplace=False")
+    return x
+
+
+def _write_back(x, y, fn):
+    """inplace=True for an op without a C in-place form: y (computed out of
+    place from x) is copied into x, which is returned."""
+    if y.dtype is not x.dtype:
+        raise TypeError(f"{fn}(inplace=True): the result is {y.dtype.name} "
+                        f"and cannot be written into a {x.dtype.name} input")
+    check(lib.tm_copy_(x._p, y._p))
+    return x
+
+
 # ------------------------------------------------------------- activations
 
 def relu(input, inplace=False):
-    return input.relu_() if inplace else input.relu()
+    """max(input, 0), elementwise (every dtype kept); with inplace=True
+    written into input (see the module's docstring).  Mirrors
+    torch.nn.functional.relu."""
+    if inplace:
+        return _writable(input, "relu").relu_()
+    return input.relu()
 
 
 def gelu(input, approximate="none"):
+    """input * Phi(input): approximate="none" (erf) or "tanh".  Mirrors
+    torch.nn.functional.gelu."""
     return input.gelu(approximate)
 
 
 def silu(input, inplace=False):
-    return input.silu_() if inplace else input.silu()
+    """input * sigmoid(input); with inplace=True written into input (see
+    the module's docstring).  Mirrors torch.nn.functional.silu."""
+    if inplace:
+        return _writable(input, "silu").silu_()
+    return input.silu()
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-input)).  Mirrors torch.nn.functional.sigmoid."""
     return input.sigmoid()
 
 
 def tanh(input):
+    """Hyperbolic tangent.  Mirrors torch.nn.functional.tanh."""
     return input.tanh()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return input.leaky_relu(negative_slope)
+    """input where input > 0, else negative_slope * input; with
+    inplace=True written into input (see the module's docstring).  Mirrors
+    torch.nn.functional.leaky_relu."""
+    if not inplace:
+        return input.leaky_relu(negative_slope)
+    _writable(input, "leaky_relu")
+    if negative_slope == 0.01:  # tm_unary_'s leaky_relu has this slope
+        check(lib.tm_unary_(lib.TM_OP_LEAKY_RELU, input._p))
+        return input
+    return _write_back(input, input.leaky_relu(negative_slope), "leaky_relu")
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * input)) / beta, and input where beta * input >
+    threshold.  Mirrors torch.nn.functional.softplus."""
     return input.softplus(beta, threshold)
 
 
 def softmax(input, dim, dtype=None):
+    """exp(x - max) / sum(exp(x - max)) along dim (see Tensor.softmax).
+    Mirrors torch.nn.functional.softmax (dim is required)."""
     return input.softmax(dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
+    """log(softmax(x)) along dim, computed stably.  Mirrors
+    torch.nn.functional.log_softmax (dim is required)."""
     return input.log_softmax(dim, dtype)
 
 
 # ------------------------------------------------------ linear and norms
 
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias (weight [out, in])."""
+    """input @ weight.T + bias: input [..., in], weight [out, in], bias
+    [out] or None -> [..., out].  Mirrors torch.nn.functional.linear."""
     return wrap(lib.tm_linear(ptr(input, "input"), ptr(weight, "weight"),
                               _opt(bias, "bias")))
 
@@ -99,6 +167,11 @@ def _flat_last(input, weight, bias, k):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last
+    len(normalized_shape) dims (biased variance).
+
+    input [..., *normalized_shape]; weight and bias of normalized_shape or
+    None.  Mirrors torch.nn.functional.layer_norm."""
     k = _norm_shape(input, normalized_shape)
     x, w, b = _flat_last(input, weight, bias, k)
     y = wrap(lib.tm_layer_norm(x._p, _opt(w, "weight"), _opt(b, "bias"),
@@ -107,6 +180,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) * weight over the last
+    len(normalized_shape) dims; eps None is the dtype's machine epsilon,
+    as in PyTorch.  Mirrors torch.nn.functional.rms_norm."""
     k = _norm_shape(input, normalized_shape)
     if eps is None:  # torch: the dtype's machine epsilon
         import numpy as np
@@ -118,21 +194,44 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 # --------------------------------------------------------------- others
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    return wrap(lib.tm_dropout(ptr(input, "input"), float(p), bool(training),
-                               ffi.NULL))
+def dropout(input, p=0.5, training=True, inplace=False, *, generator=None):
+    """Zeroes each element with probability p and scales the rest by
+    1 / (1 - p); the identity when not training.
+
+    The mask is drawn from `generator` (None: the default generator; a
+    Foundry extension, PyTorch's dropout has no generator).  With
+    inplace=True the result is written into input (see the module's
+    docstring).  Mirrors torch.nn.functional.dropout."""
+    x = ptr(input, "input")
+    if inplace and (not training or p == 0):
+        return input  # nothing to write (no draw)
+    if inplace:
+        _writable(input, "dropout")
+    y = wrap(with_rng(generator, lambda r: lib.tm_dropout(
+        x, float(p), bool(training), r)))
+    return _write_back(input, y, "dropout") if inplace else y
 
 
 def embedding(input, weight):
+    """Rows of weight [V, D] picked by the integer indices input (any
+    shape): out [..., D].  Mirrors torch.nn.functional.embedding (without
+    padding_idx and max_norm)."""
     return wrap(lib.tm_embedding(ptr(weight, "weight"), ptr(input, "input")))
 
 
 def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows of the integer indices in tensor: one more
+    trailing dim of num_classes (-1: max + 1).  Mirrors
+    torch.nn.functional.one_hot."""
     return wrap(lib.tm_one_hot(ptr(tensor, "tensor"),
                                operator.index(num_classes)))
 
 
 def pad(input, pad, mode="constant", value=0.0):
+    """Pads with value: pad[0], pad[1] are the (before, after) amounts of
+    the last dim, pad[2], pad[3] of the one before, ...; negative amounts
+    crop.  Only mode="constant" (NotImplementedError otherwise).  Mirrors
+    torch.nn.functional.pad."""
     if mode != "constant":
         raise NotImplementedError(f"pad mode {mode!r}; only 'constant'")
     arr, n = int64_array(pad, "pad")
@@ -142,6 +241,10 @@ def pad(input, pad, mode="constant", value=0.0):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
            groups=1):
+    """2-D cross-correlation: input [N, C, H, W], weight [O, C / groups,
+    kH, kW], bias [O] or None -> [N, O, H', W'].  stride, padding and
+    dilation are ints or pairs.  Mirrors torch.nn.functional.conv2d
+    (numeric padding only)."""
     o = lib.tm_conv2d_defaults()
     o.stride = _pair(stride, "stride")
     o.padding = _pair(padding, "padding")
@@ -163,20 +266,36 @@ def _pool_opts(kernel_size, stride, padding, count_include_pad=True):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0):
+    """The maximum over kernel_size windows of input [N, C, H, W]; stride
+    defaults to kernel_size.  Mirrors torch.nn.functional.max_pool2d
+    (without dilation, ceil_mode and return_indices)."""
     return wrap(lib.tm_max_pool2d(ptr(input, "input"),
                                   _pool_opts(kernel_size, stride, padding)))
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0,
                count_include_pad=True):
+    """The mean over kernel_size windows of input [N, C, H, W]; stride
+    defaults to kernel_size; count_include_pad counts padding in the
+    divisor.  Mirrors torch.nn.functional.avg_pool2d (without ceil_mode
+    and divisor_override)."""
     return wrap(lib.tm_avg_pool2d(ptr(input, "input"), _pool_opts(
         kernel_size, stride, padding, count_include_pad)))
 
 
 # ----------------------------------------------------------------- losses
 
+
 def cross_entropy(input, target, reduction="mean", ignore_index=-100,
                   label_smoothing=0.0):
+    """Cross-entropy loss of unnormalised logits, fused with log_softmax.
+
+    input [N, C] or [N, C, d1, ...] (classes on dim 1) or [C]; target class
+    indices [N, d1, ...] (int64 / int32; ignore_index is skipped) or class
+    probabilities of input's shape.  label_smoothing in [0, 1].  The
+    reduction is 'mean' (over non-ignored samples), 'sum' or 'none'.
+    Mirrors torch.nn.functional.cross_entropy (without weight; note the
+    argument order: reduction comes third)."""
     o = lib.tm_cross_entropy_defaults()
     o.reduction = _reduction(reduction)
     o.ignore_index = operator.index(ignore_index)
@@ -187,38 +306,59 @@ def cross_entropy(input, target, reduction="mean", ignore_index=-100,
 
 
 def nll_loss(input, target, reduction="mean", ignore_index=-100):
+    """Negative log likelihood of log-probabilities: -input[i, target[i]];
+    shapes and ignore_index as cross_entropy.  Mirrors
+    torch.nn.functional.nll_loss (without weight)."""
     return wrap(lib.tm_nll_loss(ptr(input, "input"), ptr(target, "target"),
                                 _reduction(reduction),
                                 operator.index(ignore_index)))
 
 
 def binary_cross_entropy_with_logits(input, target, reduction="mean"):
+    """max(x, 0) - x y + log1p(exp(-|x|)), stable for any x; input and
+    target of one shape.  reduction: 'mean' (default), 'sum' or 'none' (the
+    per-element losses).  Mirrors
+    torch.nn.functional.binary_cross_entropy_with_logits (without weight
+    and pos_weight)."""
     return wrap(lib.tm_binary_cross_entropy_with_logits(
         ptr(input, "input"), ptr(target, "target"), _reduction(reduction)))
 
 
 def mse_loss(input, target, reduction="mean"):
+    """(input - target)^2, broadcast.  reduction: 'mean' (default), 'sum'
+    or 'none' (the per-element losses).  Mirrors
+    torch.nn.functional.mse_loss."""
     return wrap(lib.tm_mse_loss(ptr(input, "input"), ptr(target, "target"),
                                 _reduction(reduction)))
 
 
 def l1_loss(input, target, reduction="mean"):
+    """|input - target|, broadcast.  reduction: 'mean' (default), 'sum' or
+    'none' (the per-element losses).  Mirrors
+    torch.nn.functional.l1_loss."""
     return wrap(lib.tm_l1_loss(ptr(input, "input"), ptr(target, "target"),
                                _reduction(reduction)))
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
+    (beta 0: l1).  reduction: 'mean' (default), 'sum' or 'none' (the
+    per-element losses).  Mirrors
+    torch.nn.functional.smooth_l1_loss."""
     return wrap(lib.tm_smooth_l1_loss(ptr(input, "input"),
                                       ptr(target, "target"),
                                       _reduction(reduction), float(beta)))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5 d^2 where d = |input - target| < delta, else delta (d - 0.5
+    delta).  reduction: 'mean' (default), 'sum' or 'none' (the
+    per-element losses).  Mirrors
+    torch.nn.functional.huber_loss."""
     return wrap(lib.tm_huber_loss(ptr(input, "input"), ptr(target, "target"),
                                   _reduction(reduction), float(delta)))
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
-           ("operator", "ffi", "lib", "Tensor", "wrap", "ptr",
-            "int64_array")]
-del _c
+           ("operator", "ffi", "lib", "Tensor", "wrap", "ptr", "check",
+            "int64_array", "with_rng")]

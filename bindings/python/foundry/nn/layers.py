@@ -4,7 +4,7 @@ import math
 
 from .. import _c
 from .._create import empty, ones, zeros
-from .._tensor import to_dtype
+from .._base import to_dtype
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -110,18 +110,22 @@ class RMSNorm(Module):
 
 
 class Dropout(Module):
+    """F.dropout(x, p) in training mode, the identity in eval mode;
+    inplace=True writes into the input (see foundry.nn.functional).
+    Mirrors torch.nn.Dropout."""
+
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability must be in [0, 1], not "
                              f"{p}")
-        self.p = p
+        self.p, self.inplace = p, bool(inplace)
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Conv2d(Module):
@@ -192,19 +196,49 @@ class Flatten(Module):
 
 # ------------------------------------------------------------ activations
 
-def _activation(name, fn, doc):
-    def forward(self, x):
-        return fn(x)
+class _Activation(Module):
+    """An elementwise activation; inplace=True writes into the input (see
+    foundry.nn.functional)."""
+
     def __init__(self, inplace=False):
-        Module.__init__(self)
-    return type(name, (Module,), {"forward": forward, "__doc__": doc,
-                                  "__init__": __init__})
+        super().__init__()
+        self.inplace = bool(inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
-ReLU = _activation("ReLU", F.relu, "max(x, 0)")
-SiLU = _activation("SiLU", F.silu, "x * sigmoid(x)")
-Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
-Tanh = _activation("Tanh", F.tanh, "tanh(x)")
+class ReLU(_Activation):
+    """max(x, 0).  Mirrors torch.nn.ReLU."""
+
+    def forward(self, x):
+        return F.relu(x, self.inplace)
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x).  Mirrors torch.nn.SiLU."""
+
+    def forward(self, x):
+        return F.silu(x, self.inplace)
+
+
+class Sigmoid(_Activation):
+    """1 / (1 + exp(-x)).  Mirrors torch.nn.Sigmoid (inplace is a Foundry
+    extension)."""
+
+    def forward(self, x):
+        if self.inplace:
+            return F._writable(x, "Sigmoid").sigmoid_()
+        return F.sigmoid(x)
+
+
+class Tanh(_Activation):
+    """tanh(x).  Mirrors torch.nn.Tanh (inplace is a Foundry extension)."""
+
+    def forward(self, x):
+        if self.inplace:
+            return F._writable(x, "Tanh").tanh_()
+        return F.tanh(x)
 
 
 class GELU(Module):
@@ -217,12 +251,19 @@ class GELU(Module):
 
 
 class LeakyReLU(Module):
+    """x where x > 0, else negative_slope * x; inplace=True writes into the
+    input (see foundry.nn.functional).  Mirrors torch.nn.LeakyReLU."""
+
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
-        self.negative_slope = negative_slope
+        self.negative_slope, self.inplace = negative_slope, bool(inplace)
 
     def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (
+            ", inplace=True" if self.inplace else "")
 
 
 class Softplus(Module):

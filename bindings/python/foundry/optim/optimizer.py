@@ -1,13 +1,20 @@
 """Optimizer base class and the five optimizers."""
 from .. import _c
 from .._c import ffi, lib
-from .._tensor import Tensor, wrap_borrowed
+from .._base import wrap_borrowed
+from .._tensor import Tensor
 
 # hyperparameter name in PyTorch -> field of tm_optim_hparams
 _FIELDS = ("lr", "weight_decay", "momentum", "dampening", "eps", "alpha",
            "lr_decay", "initial_accumulator_value", "nesterov", "amsgrad",
            "centered", "maximize")
-_IGNORED = ("foreach", "fused", "capturable", "differentiable")
+# torch.optim's implementation switches.  foreach and fused choose how
+# PyTorch loops over parameters; every value is honoured here, since the
+# C update is one fused pass per parameter whatever they say.  capturable
+# (CUDA graphs) and differentiable (autograd through step()) cannot be:
+# True raises.
+_IMPLEMENTATION = ("foreach", "fused")
+_UNSUPPORTED = ("capturable", "differentiable")
 
 
 class Optimizer:
@@ -17,8 +24,12 @@ class Optimizer:
     DEFAULTS = {}
 
     def __init__(self, params, **kwargs):
-        for k in _IGNORED:
+        for k in _IMPLEMENTATION:
             kwargs.pop(k, None)
+        for k in _UNSUPPORTED:
+            if kwargs.pop(k, False):
+                raise NotImplementedError(
+                    f"{type(self).__name__}({k}=True) is not supported")
         unknown = set(kwargs) - set(self.DEFAULTS)
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected arguments "

@@ -1,0 +1,141 @@
+"""dtype and device conversion, new tensors like self, and the in-place
+writes copy_ / fill_ / zero_: the _Conversion methods of Tensor.
+
+Conversions follow tm_to_dtype (include/foundry/tensor.h): float to
+integer truncates toward zero and saturates (NaN gives 0), anything to
+bool is x != 0, float16 / bfloat16 round to nearest even.
+"""
+from . import _c, _tensor
+from ._base import as_tensor_like, device, named, shape_args, to_dtype, wrap
+from ._c import check, lib
+
+_DEVICE_NAMES = ("cpu", "cuda", "metal")
+
+
+def _cast(name, dt):
+    def method(self):
+        return _Conversion.to(self, dt)
+    return named(method, name, f"self converted to {dt!r} (self itself "
+                 f"when it already is).  Mirrors torch.Tensor.{name}.")
+
+
+def _new_like(name, c_fn, what):
+    def method(self, *size, dtype=None, requires_grad=False):
+        s, n = shape_args(size)
+        dt = self.dtype if dtype is None else to_dtype(dtype)
+        t = wrap(c_fn(s, n, dt.c))
+        return t.requires_grad_(True) if requires_grad else t
+    return named(method, name, f"A new tensor of {what} with the given size "
+                 f"(ints or one sequence), of self's dtype unless dtype is "
+                 f"given.  Mirrors torch.Tensor.{name}.")
+
+
+class _Conversion:
+    """dtype / device conversion and new tensors like self."""
+
+    __slots__ = ()
+
+    def to(self, *args, **kwargs):
+        """self converted: to(dtype), to(device), to(other_tensor),
+        to(device, dtype), also as keywords dtype= and device=.
+
+        Returns self when nothing changes, unless copy=True (then always
+        a new tensor).  non_blocking is accepted: every copy here is
+        synchronous, which it allows.  A device without a backend in this
+        build raises FoundryDeviceError.  Mirrors torch.Tensor.to."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        copy = bool(kwargs.pop("copy", False))
+        if kwargs:
+            raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, _tensor.Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, _c.dtype):
+                dtype = a
+            elif isinstance(a, str) and a.split(":")[0] in _DEVICE_NAMES:
+                dev = a
+            elif isinstance(a, device):
+                dev = a
+            elif a is not None:
+                dtype = to_dtype(a)
+        t = self
+        if dev is not None:
+            d = device(dev)
+            if d.c != lib.tm_device_of(t._p):
+                t = wrap(lib.tm_to(t._p, d.c))
+        if dtype is not None:
+            dt = to_dtype(dtype)
+            if dt.c != lib.tm_dtype_of(t._p):
+                t = wrap(lib.tm_to_dtype(t._p, dt.c))
+        if copy and t is self:
+            t = wrap(lib.tm_clone(self._p))
+        return t
+
+    def cpu(self):
+        """self on the CPU (self itself when it is there).  Mirrors
+        torch.Tensor.cpu."""
+        return self.to("cpu")
+
+    def type_as(self, other):
+        """self converted to other's dtype.  Mirrors torch.Tensor.type_as."""
+        return self.to(other.dtype)
+
+    float = _cast("float", _c.float32)
+    double = _cast("double", _c.float64)
+    half = _cast("half", _c.float16)
+    bfloat16 = _cast("bfloat16", _c.bfloat16)
+    long = _cast("long", _c.int64)
+    int = _cast("int", _c.int32)
+    short = _cast("short", _c.int16)
+    char = _cast("char", _c.int8)
+    byte = _cast("byte", _c.uint8)
+    bool = _cast("bool", _c.bool_)
+
+    # ------------------------------------------------------ new tensors
+    new_zeros = _new_like("new_zeros", lib.tm_zeros, "zeros")
+    new_ones = _new_like("new_ones", lib.tm_ones, "ones")
+    new_empty = _new_like("new_empty", lib.tm_empty,
+                          "uninitialised memory")
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+        """A new tensor of `size` filled with fill_value, of self's dtype
+        unless dtype is given.  Mirrors torch.Tensor.new_full."""
+        s, n = shape_args((size,))
+        dt = self.dtype if dtype is None else to_dtype(dtype)
+        t = wrap(lib.tm_full(s, n, float(fill_value), dt.c))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        """foundry.tensor(data) of self's dtype unless dtype is given (a
+        copy).  Mirrors torch.Tensor.new_tensor."""
+        from ._create import tensor
+        return tensor(data, dtype=dtype or self.dtype,
+                      requires_grad=requires_grad)
+
+    # ------------------------------------------------- in-place writes
+    def copy_(self, src):
+        """Copies src (a tensor, broadcast to self's shape and converted to
+        its dtype, or a number / array) into self; returns self.
+
+        Not recorded for autograd: a src that requires grad passes no
+        gradient.  Mirrors torch.Tensor.copy_."""
+        if not isinstance(src, _tensor.Tensor):
+            src = as_tensor_like(src, self)
+        check(lib.tm_copy_(self._p, src._p))
+        return self
+
+    def fill_(self, value):
+        """Sets every element to value (converted to self's dtype); returns
+        self.  Mirrors torch.Tensor.fill_."""
+        if isinstance(value, _tensor.Tensor):
+            value = value.item()
+        check(lib.tm_fill_(self._p, float(value)))
+        return self
+
+    def zero_(self):
+        """Sets every element to 0; returns self.  Mirrors
+        torch.Tensor.zero_."""
+        check(lib.tm_fill_(self._p, 0.0))
+        return self
