@@ -461,7 +461,7 @@ def ref_unary(op, x, dt, p0, p1):
                  "silu": lambda z: z * sig(z), "floor": np.floor,
                  "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
                  "reciprocal": lambda z: 1 / z, "square": np.square,
-                 "erf": erf, "log2": np.log2}[op](xf)
+                 "erf": erf, "log2": np.log2, "exp2": np.exp2}[op](xf)
     return cast(r, od), od
 
 

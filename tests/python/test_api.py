@@ -119,12 +119,12 @@ def test_every_binary_c_op_has_a_method_and_an_operator(value, name):
 def test_every_reduce_c_op_has_a_method(value, name):
     check_method(name, name)
     x = sample()
-    same(getattr(x, name)(), lib.tm_reduce(value, x._p, ffi.NULL, 0, False,
-                                           REDUCE_P.get(name, 0.0)))
+    same(getattr(x, name)(), lib.tm_reduce(value, x._p, ffi.NULL, 0,
+                                           REDUCE_P.get(name, 0.0), False))
     dims = ffi.new("int[]", [1])
     same(getattr(x, name)(dim=1, keepdim=True) if name not in ("max", "min")
          else getattr(x, "a" + name)(dim=1, keepdim=True),
-         lib.tm_reduce(value, x._p, dims, 1, True, REDUCE_P.get(name, 0.0)))
+         lib.tm_reduce(value, x._p, dims, 1, REDUCE_P.get(name, 0.0), True))
 
 
 def test_op_names_read_the_c_enums():

@@ -53,6 +53,7 @@ UNARY = {
     "round": (np.round, False), "trunc": (np.trunc, False),
     "reciprocal": (np.reciprocal, True), "square": (np.square, False),
     "erf": (erf, False), "log2": (np.log2, True),
+    "exp2": (np.exp2, False),
 }
 
 

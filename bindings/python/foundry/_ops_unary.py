@@ -73,6 +73,8 @@ class _Elementwise:
                          _KEEP + " sign(NaN) is NaN."))
     exp = export(_unary("exp", lib.tm_exp, "e ** self, elementwise.",
                         _FLOAT))
+    exp2 = export(_unary("exp2", lib.tm_exp2, "2 ** self, elementwise.",
+                         _FLOAT))
     log = export(_unary("log", lib.tm_log, "Natural logarithm, elementwise.",
                         _FLOAT))
     log1p = export(_unary("log1p", lib.tm_log1p,
@@ -123,6 +125,7 @@ class _Elementwise:
     abs_ = absolute_ = _unary_("abs", lib.TM_OP_ABS)
     sign_ = _unary_("sign", lib.TM_OP_SIGN)
     exp_ = _unary_("exp", lib.TM_OP_EXP)
+    exp2_ = _unary_("exp2", lib.TM_OP_EXP2)
     log_ = _unary_("log", lib.TM_OP_LOG)
     log1p_ = _unary_("log1p", lib.TM_OP_LOG1P)
     expm1_ = _unary_("expm1", lib.TM_OP_EXPM1)
