@@ -1,7 +1,7 @@
 /*
  * bench_fused.c — fused layer_norm, rms_norm and softmax-cross-entropy
  * against the same formulas composed from elementary ops, forward +
- * backward (issue 3, acceptance 4): time (minimum of repeats) and peak
+ * backward: time (minimum of repeats) and peak
  * tensor memory (tm_memory_stats) of each, and their ratios.  Both sides run
  * in the same process; ratio = composed / fused (> 1: fused is better).
  */

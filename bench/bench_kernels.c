@@ -1,5 +1,5 @@
 /*
- * bench_kernels.c — times the fast CPU kernels of issue 4: sgemm (square,
+ * bench_kernels.c — times the fast CPU kernels: sgemm (square,
  * GPT-like NN/NT/TN), elementwise ops on 16M floats, softmax and
  * layer_norm rows.  Same method as bench_core.c: one warm-up, then at
  * least MIN_REPS calls and MIN_TOTAL seconds, minimum per call, one JSON

@@ -1,6 +1,5 @@
 /* test_fused.c — the fused layer_norm, rms_norm and softmax-cross-entropy
- * against their composed formulas (issue 3, acceptance 4), forward and
- * backward, in F32.  The comparison is norm-wise, ||fused - composed|| /
+ * against their composed formulas, forward and backward, in F32.  The comparison is norm-wise, ||fused - composed|| /
  * ||composed|| <= 1e-6: both sides round every F32 step (~6e-8 each) and
  * the composed side takes ~10 steps, so 1e-6 holds with margin while a
  * wrong formula (a missing term, a wrong eps placement) is far above it. */

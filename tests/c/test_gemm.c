@@ -7,7 +7,7 @@
  * The GEMM sums each element's products in increasing p (an FMA per
  * product, or a product and a sum in the portable kernel: at most 2
  * roundings per step, hence c = 2), merges K blocks in order and applies
- * alpha and beta with one rounding each (tensor/cpu/gemm.c).  Operand
+ * alpha and beta with one rounding each (cpu/gemm/gemm_driver.c).  Operand
  * values are multiples of 2^-11 in [-1, 1), exact in F32 and F64, so the
  * reference (in double, over the same values) only differs by rounding. */
 #include "harness.h"

@@ -1,5 +1,5 @@
 /*
- * test_train.c — issue 3, acceptance 5: small MLPs learn XOR and two
+ * test_train.c — small MLPs learn XOR and two
  * spirals with autograd, nn layers and plain SGD, to a stated loss.
  *
  * Everything is seeded (layer init from tm_rng_new(seed), full-batch

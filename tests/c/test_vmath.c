@@ -1,4 +1,4 @@
-/* test_vmath.c — vectorized F32 math (tensor/cpu/vmath.h) on every kernel
+/* test_vmath.c — vectorized F32 math (cpu/vmath/vmath.h) on every kernel
  * family this CPU runs: maximum relative error against double libm over
  * dense sweeps (every 4099th float bit pattern, plus uniform grids over
  * each function's interesting range) must stay within the bounds

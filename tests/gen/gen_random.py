@@ -194,7 +194,7 @@ def normal_values(key, counter, n, dtype, mean, std):
 # ------------------------------------------- exact oracle for the normals
 #
 # A second implementation of the documented algorithm of
-# tensor/random_impl.h (its log, sin(2 pi u) / cos(2 pi u) and Box-Muller),
+# tensor/core/random_impl.h (its log, sin(2 pi u) / cos(2 pi u) and Box-Muller),
 # written from that specification -- same constants, same operation order,
 # same branches -- and used as an exact oracle: the normals it gives are
 # compared with tolerance 0 (the "exact_normal_*" cases below).
@@ -321,7 +321,7 @@ def exact_box_muller(u1, u2):
 
 
 def exact_normal_values(key, counter, n, dtype, mean, std):
-    """The fill of tensor/cpu/cpu_random.c with the oracle above: f32
+    """The fill of cpu/cpu_random.c with the oracle above: f32
     takes two pairs per block from 24-bit draws, f64 one pair from the
     two 64-bit draws; mean + std * z in double, then rounded once."""
     assert dtype in ("f32", "f64")

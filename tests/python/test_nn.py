@@ -57,7 +57,7 @@ def test_conv_and_pools(tch, rng):
                 tch.nn.Conv2d(4, 6, (3, 2), dilation=2, groups=2,
                               bias=False), tch, x)
     # conv processes images in chunks of about 2^17 im2col elements
-    # (tensor/conv.c): 16*3*3*18*20 each gives chunks of 2 and 1, and
+    # (nn/functional/conv.c): 16*3*3*18*20 each gives chunks of 2 and 1, and
     # 16*3*3*64*96 each one image per chunk
     for shape in ((3, 16, 18, 20), (3, 16, 64, 96)):
         check_layer(nn.Conv2d(16, 4, 3, padding=1),
