@@ -100,4 +100,15 @@ void tm__pool_avg(const tm__pool_geom *q, tm_dtype dt, const void *x,
 void tm__pool_avg_backward(const tm__pool_geom *q, tm_dtype dt,
                            const void *g, void *dx);
 
+/* ------------------------------------------------------------ embedding */
+
+/* idx is (K): the first position k with idx[k] outside [0, V), or -1. */
+int64_t tm__index_find_outside(const int64_t *idx, int64_t k, int64_t v);
+
+/* dw is (V, D), g is (K, D), idx is (K) with values in [0, V):
+ * dw[idx[k], :] += g[k, :] in order of k (one thread: rows of dw may
+ * repeat, and the order fixes the sum). */
+void tm__embedding_backward(tm_dtype dt, void *dw, const void *g,
+                            const int64_t *idx, int64_t k, int64_t d);
+
 #endif
