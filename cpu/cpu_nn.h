@@ -111,4 +111,15 @@ int64_t tm__index_find_outside(const int64_t *idx, int64_t k, int64_t v);
 void tm__embedding_backward(tm_dtype dt, void *dw, const void *g,
                             const int64_t *idx, int64_t k, int64_t d);
 
+/* ------------------------------------------------- truncated normal init */
+
+/* v is (N): how many v[i] are not in [a, b] (NaN is not). */
+int64_t tm__trunc_count_outside(const double *v, int64_t n, double a,
+                                double b);
+
+/* v is (N), m is (M) with M = tm__trunc_count_outside(v, n, a, b): the
+ * k-th v[i] not in [a, b], in order of i, becomes m[k]. */
+void tm__trunc_replace_outside(double *v, int64_t n, double a, double b,
+                               const double *m);
+
 #endif
