@@ -1,6 +1,7 @@
 /*
  * optim_kern.h — the CPU kernels of optim/ (internal): the fused
- * optimizer updates (optim_kern_tmpl.h, one family per instruction set).
+ * optimizer updates (optim_kern_tmpl.h, one family per instruction set)
+ * and the loops of gradient clipping (clip_kern.c).
  *
  * There are no backend-table entries for these yet, so optim/ calls them
  * directly and accepts CPU tensors only.  Every array is contiguous; the
@@ -86,5 +87,35 @@ tm__optk_f64 tm__optk_pick_f64(int which);
  * the split cannot change results (optim_kern_tmpl.h). */
 void tm__optk_run(int which, bool f64, const tm__optk *k, int64_t n,
                   void *p, const void *g, void *const s[3]);
+
+/* ------------------------------------------------------------ clipping */
+
+/* The norm a clip_grad_norm_ accumulates, per element x of a gradient. */
+typedef enum tm__norm_kind {
+    TM__NORM_P,   /* sum of |x|^p */
+    TM__NORM_L2,  /* sum of x^2 */
+    TM__NORM_L1,  /* sum of |x| */
+    TM__NORM_INF  /* max of |x| (NaN wins) */
+} tm__norm_kind;
+
+/* The number of partials of a gradient of n elements (chunks of 65536). */
+int64_t tm__clip_norm_chunks(int64_t n);
+
+/* g is (N), F32 (f64 false) or F64; part is scratch for
+ * tm__clip_norm_chunks(n) partials.  Folds g's norm into *total: each
+ * chunk's partial is summed in a fixed order (L2: 8 interleaved lanes) on
+ * the thread pool, and the partials are combined into *total in chunk
+ * order (added; for TM__NORM_INF the larger, a NaN kept), so the result
+ * is the same for any thread count. */
+void tm__clip_norm_accumulate(const void *g, bool f64, int64_t n,
+                              tm__norm_kind kind, double p, double *part,
+                              double *total);
+
+/* g is (N), F32 or F64: g *= coef (cast to g's type first). */
+void tm__clip_scale(void *g, bool f64, int64_t n, double coef);
+
+/* g is (N), F32 or F64: g = min(max(g, lo), hi) (bounds cast to g's
+ * type; NaN stays NaN). */
+void tm__clip_clamp(void *g, bool f64, int64_t n, double lo, double hi);
 
 #endif
