@@ -5,12 +5,36 @@
  *   SUF   the suffix of the generated names (f32 or f64)
  * and provides conv_job and conv_span.  It defines the thread-pool range
  * functions conv_im2col_SUF, conv_col2im_SUF, conv_bias_add_SUF and
- * conv_bias_grad_SUF (their contracts: tm__conv_* in cpu_nn.h); the
- * includer undefines T and SUF before the next type.
+ * conv_bias_grad_SUF (their contracts: tm__conv_* in cpu_nn.h), with the
+ * helpers conv_add_scalar_SUF and conv_add_row_SUF; the includer
+ * undefines T and SUF before the next type.
  */
 #define CONV_CAT_(a, b) a##_##b
 #define CONV_CAT(a, b) CONV_CAT_(a, b)
 #define CONV_FN(name) CONV_CAT(name, SUF)
+
+/* dst[l] += v (add_scalar) or += src[l] (add_row) for l < n, in blocks
+ * of 8: -O2 vectorizes a loop only when it knows the trip count (and, for
+ * two arrays, that they do not overlap: restrict), so the plain loop over
+ * n stayed scalar, and its speed then depended on where it landed in the
+ * instruction cache lines (measured up to 1.8x apart between builds).
+ * Each element still gets exactly one add. */
+static inline void CONV_FN(conv_add_scalar)(T *restrict dst, T v, int64_t n)
+{
+    int64_t l = 0;
+    for (; l + 8 <= n; l += 8)
+        for (int u = 0; u < 8; u++) dst[l + u] += v;
+    for (; l < n; l++) dst[l] += v;
+}
+
+static inline void CONV_FN(conv_add_row)(T *restrict dst,
+                                         const T *restrict src, int64_t n)
+{
+    int64_t l = 0;
+    for (; l + 8 <= n; l += 8)
+        for (int u = 0; u < 8; u++) dst[l + u] += src[l + u];
+    for (; l < n; l++) dst[l] += src[l];
+}
 
 /* Rows p = b * R + r (image b, row r of R = C*KH*KW) of cols. */
 static void CONV_FN(conv_im2col)(int64_t p0, int64_t p1, void *vj)
@@ -65,8 +89,11 @@ static void CONV_FN(conv_col2im)(int64_t p0, int64_t p1, void *vj)
                     if (y < 0 || y >= q->h) continue;
                     T *xr = xc + y * q->w + x0;
                     const T *o = row + oy * q->ow;
-                    for (int64_t ox = lo; ox < hi; ox++)
-                        xr[ox * q->sw] += o[ox];
+                    if (q->sw == 1)
+                        CONV_FN(conv_add_row)(xr + lo, o + lo, hi - lo);
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            xr[ox * q->sw] += o[ox];
                 }
             }
     }
@@ -79,8 +106,7 @@ static void CONV_FN(conv_bias_add)(int64_t r0, int64_t r1, void *vj)
     int64_t L = jb->q->oh * jb->q->ow, oc = jb->q->oc;
     for (int64_t r = r0; r < r1; r++) {
         T *p = (T *)jb->dst + r * L;
-        T bv = ((const T *)jb->src)[r % oc];
-        for (int64_t l = 0; l < L; l++) p[l] += bv;
+        CONV_FN(conv_add_scalar)(p, ((const T *)jb->src)[r % oc], L);
     }
 }
 
