@@ -19,39 +19,83 @@
 
 typedef tm__loss_rows rows_ctx;
 
-/* q_j of row r: (1 - eps) y_j + eps / C, y the one-hot or probability
- * target (T: the element type of prob). */
-#define Q_AT(T, rc, r, j)                                                     \
-    ((rc)->kind == TM__LOSS_CE_PROB                                           \
-         ? (1.0 - (rc)->eps) * (double)((const T *)(rc)->prob)[(r) * c + (j)] \
-               + (rc)->eps / (double)c                                        \
-     : (j) == (rc)->tgt[r] ? 1.0 - (rc)->eps + (rc)->eps / (double)c          \
-                           : (rc)->eps / (double)c)
-
 static bool ignored(const rows_ctx *rc, int64_t r)
 {
     return rc->kind != TM__LOSS_CE_PROB && rc->tgt[r] == rc->ignore;
 }
 
-/* sum(q) and sum(q x) of row r (q == 0 entries skipped, so a -inf logit
- * with zero target weight does not give NaN). */
-#define Q_SUMS(T, rc, r, xr, qs, qx)                                          \
-    do {                                                                      \
-        if ((rc)->kind == TM__LOSS_CE_INDEX && (rc)->eps == 0.0) {            \
-            qs = 1.0;                                                         \
-            qx = (double)(xr)[(rc)->tgt[r]];                                  \
-            break;                                                            \
-        }                                                                     \
-        qs = 0.0;                                                             \
-        qx = 0.0;                                                             \
-        for (int64_t j = 0; j < c; j++) {                                     \
-            double q = Q_AT(T, rc, r, j);                                     \
-            if (q != 0.0) {                                                   \
-                qs += q;                                                      \
-                qx += q * (double)(xr)[j];                                    \
-            }                                                                 \
-        }                                                                     \
-    } while (0)
+/* Row r's share of the upstream gradient (backward). */
+static double row_scale(const rows_ctx *rc, int64_t r)
+{
+    if (rc->reduction == TM_REDUCTION_NONE) return rc->g[r];
+    if (rc->reduction == TM_REDUCTION_SUM) return rc->g[0];
+    return rc->g[0] / rc->count;
+}
+
+/* q_j of row r: (1 - eps) y_j + eps / C, y the one-hot or probability
+ * target (F64 probabilities). */
+static inline double q_at_f64(const rows_ctx *rc, int64_t r, int64_t j)
+{
+    double c = (double)rc->c;
+    if (rc->kind == TM__LOSS_CE_PROB)
+        return (1.0 - rc->eps) * ((const double *)rc->prob)[r * rc->c + j] +
+               rc->eps / c;
+    return j == rc->tgt[r] ? 1.0 - rc->eps + rc->eps / c : rc->eps / c;
+}
+
+/* The same with F32 probabilities (the sum still in double). */
+static inline double q_at_f32(const rows_ctx *rc, int64_t r, int64_t j)
+{
+    double c = (double)rc->c;
+    if (rc->kind == TM__LOSS_CE_PROB)
+        return (1.0 - rc->eps) *
+                   (double)((const float *)rc->prob)[r * rc->c + j] +
+               rc->eps / c;
+    return j == rc->tgt[r] ? 1.0 - rc->eps + rc->eps / c : rc->eps / c;
+}
+
+/* *qs = sum(q) and *qx = sum(q x) of row r, xr its logits (q == 0
+ * entries skipped, so a -inf logit with zero target weight does not give
+ * NaN; a plain index target without smoothing reads its one logit). */
+static void q_sums_f64(const rows_ctx *rc, int64_t r, const double *xr,
+                       double *qs, double *qx)
+{
+    if (rc->kind == TM__LOSS_CE_INDEX && rc->eps == 0.0) {
+        *qs = 1.0;
+        *qx = xr[rc->tgt[r]];
+        return;
+    }
+    double s = 0.0, sx = 0.0;
+    for (int64_t j = 0; j < rc->c; j++) {
+        double q = q_at_f64(rc, r, j);
+        if (q != 0.0) {
+            s += q;
+            sx += q * xr[j];
+        }
+    }
+    *qs = s;
+    *qx = sx;
+}
+
+static void q_sums_f32(const rows_ctx *rc, int64_t r, const float *xr,
+                       double *qs, double *qx)
+{
+    if (rc->kind == TM__LOSS_CE_INDEX && rc->eps == 0.0) {
+        *qs = 1.0;
+        *qx = (double)xr[rc->tgt[r]];
+        return;
+    }
+    double s = 0.0, sx = 0.0;
+    for (int64_t j = 0; j < rc->c; j++) {
+        double q = q_at_f32(rc, r, j);
+        if (q != 0.0) {
+            s += q;
+            sx += q * (double)xr[j];
+        }
+    }
+    *qs = s;
+    *qx = sx;
+}
 
 /* ---------------------------------------------------------------- F64 */
 
@@ -78,7 +122,7 @@ static void fwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
         bool bad = nan || !isfinite(mx);
         for (int64_t j = 0; j < c && !bad; j++) se += exp(xr[j] - mx);
         double l = bad ? NAN : mx + log(se);
-        Q_SUMS(double, rc, r, xr, qs, qx);
+        q_sums_f64(rc, r, xr, &qs, &qx);
         rc->lse[r] = l;
         rc->loss[r] = l * qs - qx;
     }
@@ -91,7 +135,7 @@ static void bwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
         const double *xr = (const double *)rc->x + r * c;
         double *gx = rc->gx ? (double *)rc->gx + r * c : NULL;
         double *gy = rc->gy ? (double *)rc->gy + r * c : NULL;
-        double s = rc->s[r];
+        double s = row_scale(rc, r);
         bool ign = ignored(rc, r);
         if (ign || rc->kind == TM__LOSS_NLL) {
             if (!gx) continue;
@@ -100,9 +144,9 @@ static void bwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
             continue;
         }
         double l = rc->lse[r], qs = 0.0;
-        for (int64_t j = 0; j < c; j++) qs += Q_AT(double, rc, r, j);
+        for (int64_t j = 0; j < c; j++) qs += q_at_f64(rc, r, j);
         for (int64_t j = 0; j < c; j++) {
-            if (gx) gx[j] = (exp(xr[j] - l) * qs - Q_AT(double, rc, r, j)) * s;
+            if (gx) gx[j] = (exp(xr[j] - l) * qs - q_at_f64(rc, r, j)) * s;
             if (gy) gy[j] = (1.0 - rc->eps) * (l - xr[j]) * s;
         }
     }
@@ -153,7 +197,7 @@ static void fwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
             se += block_sum(buf, k);
         }
         double l = bad ? NAN : (double)mx + log(se);
-        Q_SUMS(float, rc, r, xr, qs, qx);
+        q_sums_f32(rc, r, xr, &qs, &qx);
         rc->lse[r] = l;
         rc->loss[r] = l * qs - qx;
     }
@@ -167,7 +211,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
         const float *xr = (const float *)rc->x + r * c;
         float *gx = rc->gx ? (float *)rc->gx + r * c : NULL;
         float *gy = rc->gy ? (float *)rc->gy + r * c : NULL;
-        double s = rc->s[r];
+        double s = row_scale(rc, r);
         bool ign = ignored(rc, r);
         if (ign || rc->kind == TM__LOSS_NLL) {
             if (!gx) continue;
@@ -181,7 +225,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
             qs = 1.0;
         } else {
             qs = 0.0;
-            for (int64_t j = 0; j < c; j++) qs += Q_AT(float, rc, r, j);
+            for (int64_t j = 0; j < c; j++) qs += q_at_f32(rc, r, j);
         }
         if (gx) {
             float ps = (float)(qs * s);
@@ -196,7 +240,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
                 } else {
                     for (int64_t i = 0; i < k; i++)
                         gx[b + i] = buf[i] * ps -
-                                    (float)(Q_AT(float, rc, r, b + i) * s);
+                                    (float)(q_at_f32(rc, r, b + i) * s);
                 }
             }
             if (rc->kind == TM__LOSS_CE_INDEX)
@@ -234,4 +278,34 @@ void tm__loss_rows_run(tm__loss_rows *rc, bool forward)
     int64_t grain = rc->c > 0 ? LOSS_GRAIN / rc->c : LOSS_GRAIN;
     tm__parallel_for(rc->m, grain > 0 ? grain : 1,
                      forward ? fwd_range : bwd_range, rc);
+}
+
+int64_t tm__loss_check_targets(const int64_t *tgt, int64_t m, int64_t c,
+                               int64_t ignore, int64_t *count)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; r < m; r++) {
+        if (tgt[r] == ignore) continue;
+        if (tgt[r] < 0 || tgt[r] >= c) return r;
+        n++;
+    }
+    *count = n;
+    return -1;
+}
+
+void tm__loss_store_rows(void *out, tm_dtype dt, const double *loss,
+                         int64_t m)
+{
+    size_t es = tm_dtype_size(dt);
+    for (int64_t r = 0; r < m; r++)
+        tm__store_f64((char *)out + (size_t)r * es, dt, loss[r]);
+}
+
+double tm__loss_reduce(const double *loss, int64_t m, tm_reduction red,
+                       int64_t count)
+{
+    double total = 0.0;
+    for (int64_t r = 0; r < m; r++) total += loss[r];
+    if (red == TM_REDUCTION_MEAN) total /= (double)count;
+    return total;
 }

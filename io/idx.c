@@ -1,11 +1,14 @@
 /*
  * idx.c — IDX files (the MNIST / Fashion-MNIST format), raw or gzipped
  * (foundry/io.h).  Layout: bytes 0, 0, a type code, ndim; ndim big-endian
- * uint32 dims; the elements, big-endian, row-major.
+ * uint32 dims; the elements, big-endian, row-major.  The header is parsed
+ * and checked here; the elements are decoded into host order by a CPU
+ * kernel (cpu/cpu_byteorder.c).
  */
 #include "foundry/io.h"
 
 #include "../tensor/core/tensor_impl.h"
+#include "../cpu/cpu_byteorder.h"
 #include "inflate.h"
 
 #include <errno.h>
@@ -84,26 +87,7 @@ static tm_tensor *parse(const uint8_t *b, size_t n, const char *fn,
     }
     tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, TM_CPU);
     if (!t) return NULL;
-    uint8_t *o = tm_data(t);
-    const uint8_t *src = b + header;
-    if (es == 1) {
-        if (payload) memcpy(o, src, payload);
-    } else {
-        /* big-endian to host order, whatever the host is */
-        for (size_t i = 0; i < (size_t)numel; i++) {
-            uint64_t v = 0;
-            for (size_t k = 0; k < es; k++) v = v << 8 | src[i * es + k];
-            if (es == 2) {
-                uint16_t u = (uint16_t)v;
-                memcpy(o + i * 2, &u, 2);
-            } else if (es == 4) {
-                uint32_t u = (uint32_t)v;
-                memcpy(o + i * 4, &u, 4);
-            } else {
-                memcpy(o + i * 8, &v, 8);
-            }
-        }
-    }
+    tm__decode_big_endian(tm_data(t), b + header, (size_t)numel, es);
     return t;
 }
 

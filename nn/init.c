@@ -2,11 +2,14 @@
  * init.c — parameter initialisers (foundry/nn.h), as torch.nn.init.
  *
  * Every writer runs under no-grad: parameters require grad, and in-place
- * writes into such tensors are refused while grad mode is on.
+ * writes into such tensors are refused while grad mode is on.  The draws
+ * are tensor ops; trunc_normal's redraw loop over the values is a CPU
+ * kernel (cpu/cpu_init.c).
  */
 #include "foundry/nn.h"
 
 #include "../tensor/core/tensor_impl.h"
+#include "../cpu/cpu_nn.h"
 
 #include <math.h>
 
@@ -124,17 +127,14 @@ tm_status tm_init_trunc_normal_(tm_tensor *t, double mean, double std,
     /* Redraw the rejected values in rounds of exactly that many draws, in
      * index order, so the result depends only on the generator. */
     while (st == TM_OK) {
-        int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) bad += !(v[i] >= a && v[i] <= b);
+        int64_t bad = tm__trunc_count_outside(v, n, a, b);
         if (bad == 0) break;
         if (!(more = tm_empty((int64_t[]){bad}, 1, TM_F64))) {
             st = tm_last_status();
             break;
         }
         if ((st = tm_normal_(more, mean, std, rng)) != TM_OK) break;
-        const double *m = tm_data(more);
-        for (int64_t i = 0, k = 0; i < n; i++)
-            if (!(v[i] >= a && v[i] <= b)) v[i] = m[k++];
+        tm__trunc_replace_outside(v, n, a, b, tm_data(more));
         tm_free(more);
         more = NULL;
     }

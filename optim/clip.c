@@ -2,100 +2,18 @@
  * clip.c — gradient clipping by global norm and by value
  * (torch.nn.utils.clip_grad_norm_ / clip_grad_value_).
  *
- * The norm is accumulated in double over fixed chunks of CHUNK elements,
- * each summed in a fixed order, and the chunk partials are combined in
- * chunk order: the result is the same for any thread count.
+ * The loops over the gradients' elements are CPU kernels
+ * (cpu/optim/clip_kern.c): the norm is accumulated in double over fixed
+ * chunks, each summed in a fixed order, and the chunk partials are
+ * combined in chunk order, so the result is the same for any thread
+ * count.  This file checks the gradients, holds the partials' scratch,
+ * and turns the total into a norm and a scale.
  */
 #include "optim_impl.h"
 
 #include <math.h>
 
-#define CHUNK 65536
 #define STACK_CHUNKS 64
-
-typedef struct {
-    const void *g;
-    bool f64;
-    int64_t n;
-    int mode; /* 0: p-norm sum |x|^p, 1: sum x^2, 2: sum |x|, 3: max |x| */
-    double p;
-    double *part;
-} norm_job;
-
-static double elem(const norm_job *j, int64_t i)
-{
-    return j->f64 ? ((const double *)j->g)[i]
-                  : (double)((const float *)j->g)[i];
-}
-
-static void norm_range(int64_t cb, int64_t ce, void *ctx)
-{
-    const norm_job *j = ctx;
-    for (int64_t c = cb; c < ce; c++) {
-        int64_t b = c * CHUNK, e = b + CHUNK < j->n ? b + CHUNK : j->n;
-        double acc[8] = {0};
-        int64_t i = b;
-        if (j->mode == 1) {
-            for (; i + 8 <= e; i += 8)
-                for (int u = 0; u < 8; u++) {
-                    double x = elem(j, i + u);
-                    acc[u] += x * x;
-                }
-            for (; i < e; i++) {
-                double x = elem(j, i);
-                acc[0] += x * x;
-            }
-        } else if (j->mode == 3) {
-            for (; i < e; i++) {
-                double x = fabs(elem(j, i));
-                if (x > acc[0] || x != x) acc[0] = x;
-                if (acc[0] != acc[0]) break;
-            }
-        } else {
-            for (; i < e; i++) {
-                double x = fabs(elem(j, i));
-                acc[0] += j->mode == 2 ? x : pow(x, j->p);
-            }
-        }
-        double s = acc[0];
-        if (j->mode == 1) {
-            s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-                ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-        }
-        j->part[c] = s;
-    }
-}
-
-typedef struct {
-    void *g;
-    bool f64;
-    double coef;
-    double lo, hi; /* value clipping */
-    bool clamp;
-} scale_job;
-
-static void scale_range(int64_t b, int64_t e, void *ctx)
-{
-    const scale_job *j = ctx;
-    if (j->f64) {
-        double *g = j->g;
-        if (j->clamp) {
-            for (int64_t i = b; i < e; i++)
-                g[i] = g[i] < j->lo ? j->lo : g[i] > j->hi ? j->hi : g[i];
-        } else {
-            for (int64_t i = b; i < e; i++) g[i] *= j->coef;
-        }
-    } else {
-        float *g = j->g;
-        const float c = (float)j->coef, lo = (float)j->lo, hi = (float)j->hi;
-        if (j->clamp) {
-            for (int64_t i = b; i < e; i++)
-                g[i] = g[i] < lo ? lo : g[i] > hi ? hi : g[i];
-        } else {
-            for (int64_t i = b; i < e; i++) g[i] *= c;
-        }
-    }
-}
 
 /* The gradient of params[i] if it can be clipped in place, NULL when it
  * has none (*st TM_OK) or on error (*st set). */
@@ -145,34 +63,27 @@ tm_status tm_clip_grad_norm_(tm_tensor *const *params, int n,
                       norm_type);
     tm_status st = check_all(__func__, params, n);
     if (st != TM_OK) return st;
-    int mode = isinf(norm_type) ? 3 : norm_type == 2 ? 1
-                                   : norm_type == 1 ? 2 : 0;
+    tm__norm_kind kind = isinf(norm_type)    ? TM__NORM_INF
+                         : norm_type == 2 ? TM__NORM_L2
+                         : norm_type == 1 ? TM__NORM_L1
+                                          : TM__NORM_P;
     double total = 0;
     for (int i = 0; i < n; i++) {
         tm_tensor *g = grad_of(__func__, params, i, &st);
         if (!g) continue;
-        norm_job j = {.g = tm_data(g), .f64 = tm_dtype_of(g) == TM_F64,
-                      .n = tm_numel(g), .mode = mode, .p = norm_type};
-        int64_t nc = (j.n + CHUNK - 1) / CHUNK;
+        int64_t nc = tm__clip_norm_chunks(tm_numel(g));
         double stackpart[STACK_CHUNKS];
-        j.part = nc <= STACK_CHUNKS
-                     ? stackpart
-                     : tm__alloc((size_t)nc * sizeof(double), __func__);
-        if (!j.part) return TM_ENOMEM;
-        tm__parallel_for(nc, 1, norm_range, &j);
-        for (int64_t c = 0; c < nc; c++) {
-            if (mode == 3) {
-                if (j.part[c] > total || j.part[c] != j.part[c])
-                    total = j.part[c];
-            } else {
-                total += j.part[c];
-            }
-        }
-        if (j.part != stackpart) tm__dealloc(j.part);
+        double *part = nc <= STACK_CHUNKS
+                           ? stackpart
+                           : tm__alloc((size_t)nc * sizeof(double), __func__);
+        if (!part) return TM_ENOMEM;
+        tm__clip_norm_accumulate(tm_data(g), tm_dtype_of(g) == TM_F64,
+                                 tm_numel(g), kind, norm_type, part, &total);
+        if (part != stackpart) tm__dealloc(part);
     }
-    if (mode == 1)
+    if (kind == TM__NORM_L2)
         total = sqrt(total);
-    else if (mode == 0)
+    else if (kind == TM__NORM_P)
         total = pow(total, 1.0 / norm_type);
     if (total_norm_out) *total_norm_out = total;
     double coef = max_norm / (total + 1e-6);
@@ -180,9 +91,8 @@ tm_status tm_clip_grad_norm_(tm_tensor *const *params, int n,
     for (int i = 0; i < n; i++) {
         tm_tensor *g = grad_of(__func__, params, i, &st);
         if (!g) continue;
-        scale_job j = {.g = tm_data(g), .f64 = tm_dtype_of(g) == TM_F64,
-                       .coef = coef};
-        tm__parallel_for(tm_numel(g), 65536, scale_range, &j);
+        tm__clip_scale(tm_data(g), tm_dtype_of(g) == TM_F64, tm_numel(g),
+                       coef);
         tm__bump_version(g);
     }
     return TM_OK;
@@ -198,9 +108,8 @@ tm_status tm_clip_grad_value_(tm_tensor *const *params, int n,
     for (int i = 0; i < n; i++) {
         tm_tensor *g = grad_of(__func__, params, i, &st);
         if (!g) continue;
-        scale_job j = {.g = tm_data(g), .f64 = tm_dtype_of(g) == TM_F64,
-                       .lo = -clip_value, .hi = clip_value, .clamp = true};
-        tm__parallel_for(tm_numel(g), 65536, scale_range, &j);
+        tm__clip_clamp(tm_data(g), tm_dtype_of(g) == TM_F64, tm_numel(g),
+                       -clip_value, clip_value);
         tm__bump_version(g);
     }
     return TM_OK;

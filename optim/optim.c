@@ -64,6 +64,19 @@ static tm_status check_field(const char *fn, const char *name, double v,
     return TM_OK;
 }
 
+/* The two rules most fields follow. */
+static tm_status check_nonneg(const char *fn, const char *name, double v)
+{
+    return check_field(fn, name, v, 0, false, 0, ">= 0 and finite");
+}
+
+static tm_status check_unit(const char *fn, const char *name, double v)
+{
+    return check_field(fn, name, v, 0, true, 1, "in [0, 1)");
+}
+
+/* Each check returns its status; the first failure is returned (and its
+ * message kept), in the order the fields are listed. */
 static tm_status check_hparams(const char *fn, tm_optim_kind kind,
                                const tm_optim_hparams *hp)
 {
@@ -72,16 +85,15 @@ static tm_status check_hparams(const char *fn, tm_optim_kind kind,
                         (int)kind);
     if (!hp) return tm__errf(TM_EINVAL, fn, "hparams is NULL");
     tm_status st;
-#define CK(field, lo, open, hi, rule)                                         \
-    if ((st = check_field(fn, #field, hp->field, lo, open, hi, rule)) !=     \
-        TM_OK)                                                                \
+    if ((st = check_nonneg(fn, "lr", hp->lr)) ||
+        (st = check_nonneg(fn, "weight_decay", hp->weight_decay)))
         return st;
-    CK(lr, 0, false, 0, ">= 0 and finite")
-    CK(weight_decay, 0, false, 0, ">= 0 and finite")
     switch (kind) {
     case TM_OPTIM_SGD:
-        CK(momentum, 0, false, 0, ">= 0 and finite")
-        CK(dampening, -INFINITY, false, 0, "finite")
+        if ((st = check_nonneg(fn, "momentum", hp->momentum)) ||
+            (st = check_field(fn, "dampening", hp->dampening, -INFINITY,
+                              false, 0, "finite")))
+            return st;
         if (hp->nesterov && (hp->momentum <= 0 || hp->dampening != 0))
             return tm__errf(TM_EINVAL, fn,
                             "nesterov momentum requires a momentum > 0 and "
@@ -90,22 +102,25 @@ static tm_status check_hparams(const char *fn, tm_optim_kind kind,
         break;
     case TM_OPTIM_ADAM:
     case TM_OPTIM_ADAMW:
-        CK(beta1, 0, true, 1, "in [0, 1)")
-        CK(beta2, 0, true, 1, "in [0, 1)")
-        CK(eps, 0, false, 0, ">= 0 and finite")
+        if ((st = check_unit(fn, "beta1", hp->beta1)) ||
+            (st = check_unit(fn, "beta2", hp->beta2)) ||
+            (st = check_nonneg(fn, "eps", hp->eps)))
+            return st;
         break;
     case TM_OPTIM_RMSPROP:
-        CK(alpha, 0, false, 0, ">= 0 and finite")
-        CK(eps, 0, false, 0, ">= 0 and finite")
-        CK(momentum, 0, false, 0, ">= 0 and finite")
+        if ((st = check_nonneg(fn, "alpha", hp->alpha)) ||
+            (st = check_nonneg(fn, "eps", hp->eps)) ||
+            (st = check_nonneg(fn, "momentum", hp->momentum)))
+            return st;
         break;
     case TM_OPTIM_ADAGRAD:
-        CK(lr_decay, 0, false, 0, ">= 0 and finite")
-        CK(initial_accumulator_value, 0, false, 0, ">= 0 and finite")
-        CK(eps, 0, false, 0, ">= 0 and finite")
+        if ((st = check_nonneg(fn, "lr_decay", hp->lr_decay)) ||
+            (st = check_nonneg(fn, "initial_accumulator_value",
+                               hp->initial_accumulator_value)) ||
+            (st = check_nonneg(fn, "eps", hp->eps)))
+            return st;
         break;
     }
-#undef CK
     return TM_OK;
 }
 

@@ -1,18 +1,14 @@
 /*
  * optim_step.c — tm_optim_step: check everything, create missing state,
- * then one fused kernel pass per parameter (split over the thread pool for
- * large parameters; the split cannot change results, see
- * optim_kern_tmpl.h).
+ * then one fused kernel pass per parameter (tm__optk_run, in
+ * cpu/optim/optim_kern.c: split over the thread pool for large
+ * parameters; the split cannot change results, see
+ * cpu/optim/optim_kern_tmpl.h).
  */
 #include "optim_impl.h"
 
 #include <math.h>
 #include <string.h>
-
-/* Elements per thread-pool range: below 2x this a parameter is updated on
- * the calling thread (the update is memory-bound; small ones are not worth
- * waking the pool). */
-#define TMO_GRAIN 32768
 
 const char *tm__optim_slot_name(tm_optim_kind kind, int j)
 {
@@ -41,34 +37,6 @@ bool tm__optim_slot_used(tm_optim_kind kind, const tm_optim_hparams *hp,
     case TM_OPTIM_ADAGRAD: return j == 0;
     }
     return false;
-}
-
-typedef struct {
-    bool f64;
-    tm__optk_f32 f32k;
-    tm__optk_f64 f64k;
-    const tm__optk *k;
-    void *p;
-    const void *g;
-    void *s[TMO_NSTATE];
-} tmo_job;
-
-static void run_range(int64_t b, int64_t e, void *ctx)
-{
-    const tmo_job *j = ctx;
-    if (j->f64) {
-        double *s[TMO_NSTATE];
-        for (int i = 0; i < TMO_NSTATE; i++)
-            s[i] = j->s[i] ? (double *)j->s[i] + b : NULL;
-        j->f64k(e - b, j->k, (double *)j->p + b, (const double *)j->g + b,
-                s[0], s[1], s[2]);
-    } else {
-        float *s[TMO_NSTATE];
-        for (int i = 0; i < TMO_NSTATE; i++)
-            s[i] = j->s[i] ? (float *)j->s[i] + b : NULL;
-        j->f32k(e - b, j->k, (float *)j->p + b, (const float *)j->g + b,
-                s[0], s[1], s[2]);
-    }
 }
 
 /* The kernel settings for parameter pa at its step `step` (already
@@ -209,17 +177,12 @@ tm_status tm_optim_step(tm_optim *opt)
                 *f = NULL;
             }
         }
-        tmo_job job = {.f64 = tm_dtype_of(pa->t) == TM_F64,
-                       .k = &k,
-                       .p = tm_data(pa->t),
-                       .g = tm_data(grads[i])};
-        if (job.f64)
-            job.f64k = tm__optk_pick_f64(which);
-        else
-            job.f32k = tm__optk_pick_f32(which);
+        _Static_assert(TMO_NSTATE == 3, "tm__optk_run takes three states");
+        void *s[TMO_NSTATE];
         for (int j = 0; j < TMO_NSTATE; j++)
-            job.s[j] = pa->s[j] ? tm_data(pa->s[j]) : NULL;
-        tm__parallel_for(tm_numel(pa->t), TMO_GRAIN, run_range, &job);
+            s[j] = pa->s[j] ? tm_data(pa->s[j]) : NULL;
+        tm__optk_run(which, tm_dtype_of(pa->t) == TM_F64, &k,
+                     tm_numel(pa->t), tm_data(pa->t), tm_data(grads[i]), s);
         tm__bump_version(pa->t);
         pa->step++;
         pa->has_state = true;

@@ -1,7 +1,7 @@
 /* optim_avx2.c — AVX2 + FMA family of the optimizer kernels: 8 floats per
  * vector, instantiating optim_kern_tmpl.h. */
 #if defined(__x86_64__)
-#include "../../optim/optim_impl.h"
+#include "optim_kern.h"
 
 #include <immintrin.h>
 

@@ -1,7 +1,7 @@
 /* optim_avx512.c — AVX-512 family of the optimizer kernels: 16 floats per
  * vector, instantiating optim_kern_tmpl.h. */
 #if defined(__x86_64__)
-#include "../../optim/optim_impl.h"
+#include "optim_kern.h"
 
 #include <immintrin.h>
 

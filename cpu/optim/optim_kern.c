@@ -1,8 +1,10 @@
 /* optim_kern.c — the portable family of the optimizer kernels (F32 and
- * F64, one element per "vector"), and the per-ISA dispatch. */
-#include "../../optim/optim_impl.h"
+ * F64, one element per "vector"), the per-ISA dispatch, and the driver
+ * that splits one parameter's update over the thread pool. */
+#include "optim_kern.h"
 
 #include "../cpu_features.h"
+#include "../../tensor/runtime/runtime_impl.h"
 
 #include <math.h>
 
@@ -87,4 +89,49 @@ tm__optk_f64 tm__optk_pick_f64(int which)
         tm__optk_sgd_f64_portable, tm__optk_adam_f64_portable,
         tm__optk_rmsprop_f64_portable, tm__optk_adagrad_f64_portable};
     return table[which >= 0 && which < TM__OPTK_COUNT ? which : 0];
+}
+
+/* Elements per thread-pool range: below 2x this a parameter is updated on
+ * the calling thread (the update is memory-bound; small ones are not worth
+ * waking the pool). */
+#define TMO_GRAIN 32768
+
+typedef struct {
+    bool f64;
+    tm__optk_f32 f32k;
+    tm__optk_f64 f64k;
+    const tm__optk *k;
+    void *p;
+    const void *g;
+    void *s[3];
+} tmo_job;
+
+static void run_range(int64_t b, int64_t e, void *ctx)
+{
+    const tmo_job *j = ctx;
+    if (j->f64) {
+        double *s[3];
+        for (int i = 0; i < 3; i++)
+            s[i] = j->s[i] ? (double *)j->s[i] + b : NULL;
+        j->f64k(e - b, j->k, (double *)j->p + b, (const double *)j->g + b,
+                s[0], s[1], s[2]);
+    } else {
+        float *s[3];
+        for (int i = 0; i < 3; i++)
+            s[i] = j->s[i] ? (float *)j->s[i] + b : NULL;
+        j->f32k(e - b, j->k, (float *)j->p + b, (const float *)j->g + b,
+                s[0], s[1], s[2]);
+    }
+}
+
+void tm__optk_run(int which, bool f64, const tm__optk *k, int64_t n,
+                  void *p, const void *g, void *const s[3])
+{
+    tmo_job job = {.f64 = f64, .k = k, .p = p, .g = g,
+                   .s = {s[0], s[1], s[2]}};
+    if (f64)
+        job.f64k = tm__optk_pick_f64(which);
+    else
+        job.f32k = tm__optk_pick_f32(which);
+    tm__parallel_for(n, TMO_GRAIN, run_range, &job);
 }

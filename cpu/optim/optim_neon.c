@@ -1,7 +1,7 @@
 /* optim_neon.c — NEON (aarch64) family of the optimizer kernels: 4 floats
  * per vector, instantiating optim_kern_tmpl.h. */
 #if defined(__aarch64__)
-#include "../../optim/optim_impl.h"
+#include "optim_kern.h"
 
 #include <arm_neon.h>
 

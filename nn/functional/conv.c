@@ -1,5 +1,7 @@
-/* conv.c — tm_conv2d: validation, im2col / col2im on the CPU, the matrix
- * products through tm_gemm, and its backward ("ConvolutionBackward").
+/* conv.c — tm_conv2d: validation, the chunking, the matrix products
+ * through tm_gemm, and its backward ("ConvolutionBackward").  The element
+ * loops (im2col / col2im, the bias and its gradient, the regrouping of G)
+ * are CPU kernels: cpu/cpu_conv.c, contracts in cpu/cpu_nn.h.
  *
  * Images are processed in chunks of B (cv_chunk: as many as keep the
  * im2col scratch in L2), so each product is one GEMM call for the
@@ -13,18 +15,16 @@
  *   dcols[b, g] = w[g]ᵀ · G[b, g]  (batched)     dx = col2im(dcols)
  *   dw[g]      += G[g] · cols[g]ᵀ over the chunk: one product with the
  *                 chunk's images side by side ([C_out/G, B*L] · [B*L, K]),
- *                 G copied into that order
+ *                 G copied into that order (tm__conv_regroup)
  *   db = sum of G over N, OH, OW
- * im2col and col2im run on the thread pool, split by image rows / image
- * planes, so every output element has one writer and a fixed summation
- * order; the chunk size depends only on the shapes, so results do not
- * depend on the thread count. */
+ * The kernels split their work so that every output element has one
+ * writer and a fixed summation order, and the chunk size depends only on
+ * the shapes, so results do not depend on the thread count. */
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
-
-#include <string.h>
+#include "../../cpu/cpu_nn.h"
 
 tm_conv2d_opts tm_conv2d_defaults(void)
 {
@@ -32,136 +32,8 @@ tm_conv2d_opts tm_conv2d_defaults(void)
     return o;
 }
 
-/* Geometry of one convolution. */
-typedef struct cv_geom {
-    int64_t n, c, h, w;   /* x [n, c, h, w] */
-    int64_t oc, kh, kw;   /* weight [oc, c / g, kh, kw] */
-    int64_t oh, ow;       /* y [n, oc, oh, ow] */
-    int64_t sh, sw, ph, pw, dh, dw, g;
-} cv_geom;
-
 /* A convolution's node: stride, padding, dilation (h, w each), groups. */
 typedef struct { int64_t sh, sw, ph, pw, dh, dw, g; } conv_args;
-
-/* ---------------------------------------------------- im2col / col2im */
-
-typedef struct cv_job {
-    const cv_geom *q;
-    const void *src; /* x of image 0 [nb, c, h, w] (im2col) or dcols */
-    void *dst;       /* cols [c*kh*kw, ld] (im2col) or dx of image 0 */
-    int64_t ld;      /* elements between rows of cols / dcols */
-    int64_t bs;      /* elements between images in cols / dcols */
-} cv_job;
-
-/* The output columns ox whose input column x0 + ox * sw lies in [0, w):
- * [*lo, *hi) (possibly empty). */
-static void cv_span(int64_t x0, int64_t sw, int64_t w, int64_t ow,
-                    int64_t *lo, int64_t *hi)
-{
-    int64_t l = x0 >= 0 ? 0 : (-x0 + sw - 1) / sw;
-    int64_t h = x0 >= w ? 0 : (w - x0 + sw - 1) / sw;
-    if (h > ow) h = ow;
-    if (l > h) l = h;
-    *lo = l;
-    *hi = h;
-}
-
-/* T is float or double; S the suffix of the generated functions. */
-#define CV_DEFINE(T, S)                                                       \
-    /* Rows p = b * R + r (image b, row r of R = c*kh*kw): row r = (c*kh +  \
-     * i)*kw + j of cols holds x[b, c, oy*sh - ph + i*dh, ox*sw - pw +     \
-     * j*dw] (0 outside) at b*L + oy*ow + ox. */                             \
-    static void im2col_##S(int64_t p0, int64_t p1, void *vj)                  \
-    {                                                                         \
-        const cv_job *jb = vj;                                                \
-        const cv_geom *q = jb->q;                                             \
-        int64_t R = q->c * q->kh * q->kw;                                     \
-        for (int64_t p = p0; p < p1; p++) {                                   \
-            int64_t b = p / R, r = p % R;                                     \
-            int64_t j = r % q->kw, i = (r / q->kw) % q->kh;                   \
-            int64_t c = r / (q->kw * q->kh);                                  \
-            const T *xc = (const T *)jb->src + (b * q->c + c) * q->h * q->w;  \
-            T *row = (T *)jb->dst + r * jb->ld + b * jb->bs;                  \
-            int64_t x0 = j * q->dw - q->pw, lo, hi;                           \
-            cv_span(x0, q->sw, q->w, q->ow, &lo, &hi);                        \
-            for (int64_t oy = 0; oy < q->oh; oy++) {                          \
-                int64_t y = oy * q->sh - q->ph + i * q->dh;                   \
-                T *o = row + oy * q->ow;                                      \
-                if (y < 0 || y >= q->h) {                                     \
-                    for (int64_t ox = 0; ox < q->ow; ox++) o[ox] = 0;         \
-                    continue;                                                 \
-                }                                                             \
-                const T *xr = xc + y * q->w + x0;                             \
-                for (int64_t ox = 0; ox < lo; ox++) o[ox] = 0;                \
-                if (q->sw == 1)                                               \
-                    for (int64_t ox = lo; ox < hi; ox++) o[ox] = xr[ox];      \
-                else                                                          \
-                    for (int64_t ox = lo; ox < hi; ox++)                      \
-                        o[ox] = xr[ox * q->sw];                               \
-                for (int64_t ox = hi; ox < q->ow; ox++) o[ox] = 0;            \
-            }                                                                 \
-        }                                                                     \
-    }                                                                         \
-    /* Planes p = b * c + ch of dx += the dcols entries that im2col took    \
-     * from them, in row order. */                                           \
-    static void col2im_##S(int64_t p0, int64_t p1, void *vj)                  \
-    {                                                                         \
-        const cv_job *jb = vj;                                                \
-        const cv_geom *q = jb->q;                                             \
-        for (int64_t p = p0; p < p1; p++) {                                   \
-            int64_t b = p / q->c, c = p % q->c;                               \
-            T *xc = (T *)jb->dst + p * q->h * q->w;                           \
-            for (int64_t i = 0; i < q->kh; i++)                               \
-                for (int64_t j = 0; j < q->kw; j++) {                         \
-                    const T *row = (const T *)jb->src +                       \
-                                   ((c * q->kh + i) * q->kw + j) * jb->ld +   \
-                                   b * jb->bs;                                \
-                    int64_t x0 = j * q->dw - q->pw, lo, hi;                   \
-                    cv_span(x0, q->sw, q->w, q->ow, &lo, &hi);                \
-                    for (int64_t oy = 0; oy < q->oh; oy++) {                  \
-                        int64_t y = oy * q->sh - q->ph + i * q->dh;           \
-                        if (y < 0 || y >= q->h) continue;                     \
-                        T *xr = xc + y * q->w + x0;                           \
-                        const T *o = row + oy * q->ow;                        \
-                        for (int64_t ox = lo; ox < hi; ox++)                  \
-                            xr[ox * q->sw] += o[ox];                          \
-                    }                                                         \
-                }                                                             \
-        }                                                                     \
-    }
-
-CV_DEFINE(float, f32)
-CV_DEFINE(double, f64)
-#undef CV_DEFINE
-
-/* Work items of at least this many elements per thread. */
-static int64_t cv_grain(int64_t per_item)
-{
-    int64_t g = 32768 / (per_item > 0 ? per_item : 1);
-    return g > 0 ? g : 1;
-}
-
-/* im2col of the nb images x [nb, c, h, w] (dtype dt: F32/F64) into cols,
- * image-major ([nb, c*kh*kw, L]: wide false) or column-major by image
- * ([c*kh*kw, nb*L], image b in columns [b*L, (b+1)*L): wide true). */
-static void cv_im2col(const cv_geom *q, tm_dtype dt, const void *x,
-                      void *cols, int64_t nb, bool wide)
-{
-    int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
-    cv_job jb = {q, x, cols, wide ? nb * L : L, wide ? L : R * L};
-    tm__parallel_for(nb * q->c * q->kh * q->kw, cv_grain(L),
-                     dt == TM_F64 ? im2col_f64 : im2col_f32, &jb);
-}
-
-/* dx [nb, c, h, w] += col2im of dcols [nb, c*kh*kw, L]. */
-static void cv_col2im(const cv_geom *q, tm_dtype dt, const void *dcols,
-                      void *dx, int64_t nb)
-{
-    int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
-    cv_job jb = {q, dcols, dx, L, R * L};
-    tm__parallel_for(nb * q->c, cv_grain(q->kh * q->kw * L),
-                     dt == TM_F64 ? col2im_f64 : col2im_f32, &jb);
-}
 
 /* ----------------------------------------------------------- helpers */
 
@@ -211,24 +83,11 @@ static char *cv_at(const tm_tensor *t, int64_t off)
  * of F32), so it is still in L2 when the GEMM reads it (measured on the
  * 16->32 channel 3x3 layer, 64 images, forward + backward: 7.3 ms at 2^21,
  * 6.1 ms at 2^17, 9.4 ms at 2^16 and below); at least one image. */
-static int64_t cv_chunk(const cv_geom *q)
+static int64_t cv_chunk(const tm__conv_geom *q)
 {
     int64_t per = q->c * q->kh * q->kw * q->oh * q->ow;
     int64_t b = per > 0 ? ((int64_t)1 << 17) / per : q->n;
     return b < 1 ? 1 : b > q->n ? q->n : b;
-}
-
-/* Copies nb images' rows of L elements from the layout [nb, oc, L] (dy)
- * to [oc, nb, L] (the [oc, nb*L] operand of the dw product).  `batch`
- * points at image 0 of the chunk. */
-static void cv_shuffle(const char *batch, char *gemm, int64_t nb,
-                       int64_t oc, int64_t L, size_t es)
-{
-    size_t row = (size_t)L * es;
-    for (int64_t b = 0; b < nb; b++)
-        for (int64_t o = 0; o < oc; o++)
-            memcpy(gemm + (size_t)(o * nb + b) * row,
-                   batch + (size_t)(b * oc + o) * row, row);
 }
 
 /* r = op(a) · op(b) (beta 0) or r += (beta 1) via tm_gemm on views of
@@ -272,7 +131,7 @@ static tm_status cv_check_opts(const tm_conv2d_opts *o)
 /* Fills q from validated tensors and settings, checking the shapes. */
 static tm_status cv_geometry(const tm_tensor *x, const tm_tensor *w,
                              const tm_tensor *b, const tm_conv2d_opts *o,
-                             cv_geom *q)
+                             tm__conv_geom *q)
 {
     const char *fn = "tm_conv2d";
     char sx[TM_SHAPE_BUF], sw[TM_SHAPE_BUF], sb[TM_SHAPE_BUF];
@@ -282,10 +141,11 @@ static tm_status cv_geometry(const tm_tensor *x, const tm_tensor *w,
         return tm__errf(TM_ESHAPE, fn, "x must be [N,C,H,W] and weight "
                         "[C_out,C_in/groups,kH,kW], got shapes %s and %s",
                         sx, sw);
-    *q = (cv_geom){x->shape[0], x->shape[1], x->shape[2], x->shape[3],
-                   w->shape[0], w->shape[2], w->shape[3], 0, 0,
-                   o->stride[0], o->stride[1], o->padding[0], o->padding[1],
-                   o->dilation[0], o->dilation[1], o->groups};
+    *q = (tm__conv_geom){x->shape[0], x->shape[1], x->shape[2],
+                         x->shape[3], w->shape[0], w->shape[2], w->shape[3],
+                         0, 0, o->stride[0], o->stride[1], o->padding[0],
+                         o->padding[1], o->dilation[0], o->dilation[1],
+                         o->groups};
     if (q->c % q->g || q->oc % q->g)
         return tm__errf(TM_ESHAPE, fn, "input channels %lld and output "
                         "channels %lld must both be divisible by groups "
@@ -314,55 +174,8 @@ static tm_status cv_geometry(const tm_tensor *x, const tm_tensor *w,
     return TM_OK;
 }
 
-/* Bias: y rows [n*oc + o] += b[o] (add), or db[o] = sum over n and the
- * row of g (sum, per output channel, in double, n-major: the order does
- * not depend on the thread count). */
-typedef struct cv_bias_job {
-    const cv_geom *q;
-    const tm_tensor *t; /* y (add) or g (sum), contiguous */
-    const tm_tensor *b; /* bias (add) or db (sum), contiguous [oc] */
-} cv_bias_job;
-
-static void cv_bias_add(int64_t r0, int64_t r1, void *vj)
-{
-    const cv_bias_job *jb = vj;
-    int64_t L = jb->q->oh * jb->q->ow, oc = jb->q->oc;
-    for (int64_t r = r0; r < r1; r++) {
-        if (jb->t->dtype == TM_F64) {
-            double *p = (double *)cv_at(jb->t, r * L);
-            double bv = ((const double *)tm_data(jb->b))[r % oc];
-            for (int64_t l = 0; l < L; l++) p[l] += bv;
-        } else {
-            float *p = (float *)cv_at(jb->t, r * L);
-            float bv = ((const float *)tm_data(jb->b))[r % oc];
-            for (int64_t l = 0; l < L; l++) p[l] += bv;
-        }
-    }
-}
-
-static void cv_bias_sum(int64_t o0, int64_t o1, void *vj)
-{
-    const cv_bias_job *jb = vj;
-    int64_t L = jb->q->oh * jb->q->ow, oc = jb->q->oc;
-    bool f64 = jb->t->dtype == TM_F64;
-    for (int64_t o = o0; o < o1; o++) {
-        double acc = 0;
-        for (int64_t n = 0; n < jb->q->n; n++) {
-            const char *row = cv_at(jb->t, (n * oc + o) * L);
-            if (f64)
-                for (int64_t l = 0; l < L; l++)
-                    acc += ((const double *)(const void *)row)[l];
-            else
-                for (int64_t l = 0; l < L; l++)
-                    acc += ((const float *)(const void *)row)[l];
-        }
-        if (f64) ((double *)tm_data(jb->b))[o] = acc;
-        else ((float *)tm_data(jb->b))[o] = (float)acc;
-    }
-}
-
 /* y [n, oc, oh, ow] (compute dtype, contiguous) of contiguous xc, wc. */
-static tm_status cv_forward(const cv_geom *q, const tm_tensor *xc,
+static tm_status cv_forward(const tm__conv_geom *q, const tm_tensor *xc,
                             const tm_tensor *wc, const tm_tensor *bc,
                             tm_tensor *y)
 {
@@ -378,15 +191,12 @@ static tm_status cv_forward(const cv_geom *q, const tm_tensor *xc,
     if (!cols) return tm_last_status();
     for (int64_t n0 = 0; n0 < q->n && !st; n0 += B) {
         int64_t nb = q->n - n0 < B ? q->n - n0 : B;
-        cv_im2col(q, dt, cv_at(xc, n0 * xn), tm_data(cols), nb, false);
+        tm__conv_im2col(q, dt, cv_at(xc, n0 * xn), tm_data(cols), nb, false);
         st = cv_gemm(false, false, cv_view4(wc, 0, nb, 0, G, ocg, K),
                      cv_view4(cols, 0, nb, G * K * L, G, K, L), 0.0,
                      cv_view4(y, n0 * q->oc * L, nb, q->oc * L, G, ocg, L));
     }
-    if (!st && bc) {
-        cv_bias_job jb = {q, y, bc};
-        tm__parallel_for(q->n * q->oc, cv_grain(L), cv_bias_add, &jb);
-    }
+    if (!st && bc) tm__conv_bias_add(q, dt, tm_data(y), tm_data(bc));
     tm_free(cols);
     return st;
 }
@@ -399,7 +209,7 @@ tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
 {
     tm_conv2d_opts o = opts ? *opts : tm_conv2d_defaults();
     tm_tensor *xc = NULL, *wc = NULL, *bc = NULL, *yc = NULL, *y = NULL;
-    cv_geom q;
+    tm__conv_geom q;
     if (tm__check_tensor(__func__, x, "x") ||
         tm__check_tensor(__func__, weight, "weight"))
         return NULL;
@@ -472,10 +282,10 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
     const tm__edge *ex = &n->edges[0], *ew = &n->edges[1];
     const tm__edge *eb = n->nin > 2 ? &n->edges[2] : NULL;
     tm_dtype dt = cv_compute(ex->dtype);
-    cv_geom q = {ex->shape[0], ex->shape[1], ex->shape[2], ex->shape[3],
-                 ew->shape[0], ew->shape[2], ew->shape[3],
-                 tm_shape(g)[2], tm_shape(g)[3], p->sh, p->sw, p->ph,
-                 p->pw, p->dh, p->dw, p->g};
+    tm__conv_geom q = {ex->shape[0], ex->shape[1], ex->shape[2],
+                       ex->shape[3], ew->shape[0], ew->shape[2],
+                       ew->shape[3], tm_shape(g)[2], tm_shape(g)[3], p->sh,
+                       p->sw, p->ph, p->pw, p->dh, p->dw, p->g};
     int64_t G = q.g, ocg = q.oc / G, L = q.oh * q.ow;
     int64_t K = q.c / G * q.kh * q.kw, xn = q.c * q.h * q.w;
     int64_t B = cv_chunk(&q);
@@ -505,12 +315,13 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
                 tm__sc_keep(&s, NULL);
                 break;
             }
-            cv_col2im(&q, dt, tm_data(cols), cv_at(dx, n0 * xn), nb);
+            tm__conv_col2im(&q, dt, tm_data(cols), cv_at(dx, n0 * xn), nb);
         }
         if (dw) { /* dw += G · colsᵀ over the chunk's images: one GEMM */
-            cv_shuffle(cv_at(gc, n0 * q.oc * L), tm_data(gm), nb, q.oc, L,
-                       es);
-            cv_im2col(&q, dt, cv_at(xc, n0 * xn), tm_data(cols), nb, true);
+            tm__conv_regroup(cv_at(gc, n0 * q.oc * L), tm_data(gm), nb, q.oc,
+                             L, es);
+            tm__conv_im2col(&q, dt, cv_at(xc, n0 * xn), tm_data(cols), nb,
+                            true);
             if (cv_gemm(false, true, cv_view3(gm, 0, G, ocg, nb * L),
                         cv_view3(cols, 0, G, K, nb * L), 1.0,
                         cv_view3(dw, 0, G, ocg, K))) {
@@ -529,10 +340,7 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
     }
     if (eb && eb->needed && gc) {
         tm_tensor *db = tm__sc_keep(&s, tm_empty(&q.oc, 1, dt));
-        if (db) {
-            cv_bias_job jb = {&q, gc, db};
-            tm__parallel_for(q.oc, cv_grain(q.n * L), cv_bias_sum, &jb);
-        }
+        if (db) tm__conv_bias_grad(&q, dt, tm_data(gc), tm_data(db));
         tm_tensor *r = db ? tm__sc_keep(&s, tm__sc_as(db, eb->dtype)) : NULL;
         if (r && !s.st) gin[2] = tm_retain(r);
     }

@@ -9,11 +9,11 @@
  * one pass over each row, where q is the target distribution, Q its sum
  * and s the row's share of the upstream gradient.
  *
- * The row loops (tensor/cpu/cpu_loss.c) read contiguous F32 (F16/BF16
- * are converted first) or F64; sums run in double.  Rows are independent,
- * so results do not depend on the thread count; the reduction adds rows
- * in order.  There is no backend-table entry for them yet, so only CPU
- * tensors are accepted.
+ * The element loops (cpu/cpu_loss.c: the target check, the rows, the
+ * reduction) read contiguous F32 (F16/BF16 are converted first) or F64;
+ * sums run in double.  Rows are independent, so results do not depend on
+ * the thread count; the reduction adds rows in order.  There is no
+ * backend-table entry for them yet, so only CPU tensors are accepted.
  */
 #include "foundry/nn_functional.h"
 
@@ -69,7 +69,6 @@ static tm_status rows_backward(tm__node *n, const tm_tensor *g,
     const tm__edge *ex = &n->edges[0], *ey = &n->edges[1];
     tm_dtype cd = compute_dtype(ex->dtype);
     int64_t m = ex->shape[0], c = ex->shape[1];
-    double *sc = NULL;
     tm_tensor *x = tm__sc_keep(&s, as_rows(tm__ag_saved(n, 0), cd));
     tm_tensor *gd = tm__sc_keep(&s, tm_to_dtype(g, TM_F64));
     tm_tensor *tg = (tm_tensor *)tm__ag_saved(n, 1), *prob = NULL;
@@ -78,30 +77,19 @@ static tm_status rows_backward(tm__node *n, const tm_tensor *g,
     if (ex->needed) gx = tm__sc_keep(&s, tm_empty(ex->shape, 2, cd));
     if (kind == K_CE_PROB && ey->needed)
         gy = tm__sc_keep(&s, tm_empty(ey->shape, 2, cd));
-    if (s.st) goto done;
-    sc = tm__alloc((size_t)(m > 0 ? m : 1) * sizeof(double), n->name);
-    if (!sc) {
-        tm__sc_keep(&s, NULL);
-        goto done;
-    }
-    const double *gv = tm_data(gd);
-    for (int64_t r = 0; r < m; r++)
-        sc[r] = red == TM_REDUCTION_NONE  ? gv[r]
-                : red == TM_REDUCTION_SUM ? gv[0]
-                                          : gv[0] / p->count;
+    if (s.st) return tm__sc_done(&s, n->name);
     tm__loss_rows rc = {
         .kind = kind, .f64 = cd == TM_F64, .m = m, .c = c, .x = tm_data(x),
         .prob = prob ? tm_data(prob) : NULL,
         .tgt = kind == K_CE_PROB ? NULL : tm_data(tg),
         .ignore = p->ignore_index, .eps = p->label_smoothing,
-        .lse = kind == K_NLL ? NULL : tm_data(tm__ag_saved(n, 2)), .s = sc,
+        .lse = kind == K_NLL ? NULL : tm_data(tm__ag_saved(n, 2)),
+        .g = tm_data(gd), .reduction = red, .count = p->count,
         .gx = gx ? tm_data(gx) : NULL, .gy = gy ? tm_data(gy) : NULL};
     tm__loss_rows_run(&rc, false);
     if (gx) gin[0] = tm__sc_as(gx, ex->dtype);
     if (gy) gin[1] = tm__sc_as(gy, ey->dtype);
     if ((gx && !gin[0]) || (gy && !gin[1])) tm__sc_keep(&s, NULL);
-done:
-    tm__dealloc(sc);
     return tm__sc_done(&s, n->name);
 }
 
@@ -120,16 +108,12 @@ static tm_tensor *rows_loss(const char *fn, int kind, const tm_tensor *x2,
     bool prev = tm_no_grad_begin();
     if (kind != K_CE_PROB) {
         const int64_t *tv = tm_data(tgt);
-        count = 0;
-        for (int64_t r = 0; r < m; r++) {
-            if (tv[r] == ignore) continue;
-            if (tv[r] < 0 || tv[r] >= c) {
-                tm__errf(TM_ERANGE, fn, "target %lld at position %lld is "
-                         "out of range for %lld classes",
-                         (long long)tv[r], (long long)r, (long long)c);
-                goto fail;
-            }
-            count++;
+        int64_t bad = tm__loss_check_targets(tv, m, c, ignore, &count);
+        if (bad >= 0) {
+            tm__errf(TM_ERANGE, fn, "target %lld at position %lld is out of "
+                     "range for %lld classes", (long long)tv[bad],
+                     (long long)bad, (long long)c);
+            goto fail;
         }
     }
     x = as_rows(x2, cd);
@@ -149,13 +133,9 @@ static tm_tensor *rows_loss(const char *fn, int kind, const tm_tensor *x2,
     if (red == TM_REDUCTION_NONE) {
         if (!(out = tm__tensor_new(fn, (int64_t[]){m}, 1, dt, TM_CPU)))
             goto fail;
-        for (int64_t r = 0; r < m; r++)
-            tm__store_f64((char *)tm_data(out) + r * tm_dtype_size(dt), dt,
-                          loss[r]);
+        tm__loss_store_rows(tm_data(out), dt, loss, m);
     } else {
-        double total = 0.0;
-        for (int64_t r = 0; r < m; r++) total += loss[r];
-        if (red == TM_REDUCTION_MEAN) total /= (double)count;
+        double total = tm__loss_reduce(loss, m, red, count);
         if (!(out = tm__scalar_on(fn, total, dt, TM_CPU))) goto fail;
     }
     tm_no_grad_end(prev);

@@ -1,79 +1,14 @@
 /*
- * nn_func.c — dropout and embedding (forward + backward).
+ * embedding.c — tm_embedding: validation, the row lookup (through
+ * tm_index_select) and its backward ("EmbeddingBackward").  The index
+ * range check and the gradient's scatter-add are CPU kernels
+ * (cpu/cpu_embedding.c, contracts in cpu/cpu_nn.h).
  */
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
-
-#include <math.h>
-
-/* --------------------------------------------------------------- dropout */
-
-/* dx = g * mask.  Saved: mask (slot 0, x's dtype, 0 or 1 / (1 - p)). */
-static tm_status dropout_backward(tm__node *n, const tm_tensor *g,
-                                  tm_tensor **gin)
-{
-    tm__scratch s = {0};
-    tm_tensor *r = tm__sc_keep(&s, tm_mul(g, tm__ag_saved(n, 0)));
-    if (r && !(gin[0] = tm__sc_as(r, n->edges[0].dtype)))
-        tm__sc_keep(&s, NULL);
-    return tm__sc_done(&s, n->name);
-}
-
-tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
-{
-    if (tm__check_tensor(__func__, x, "input")) return NULL;
-    tm_dtype dt = tm_dtype_of(x);
-    if (!tm_dtype_is_float(dt)) {
-        tm__errf(TM_EDTYPE, __func__, "input must be a float tensor, got %s",
-                 tm_dtype_name(dt));
-        return NULL;
-    }
-    if (!(p >= 0.0 && p <= 1.0)) {
-        tm__errf(TM_EINVAL, __func__, "p must be in [0, 1], got %g", p);
-        return NULL;
-    }
-    if (!train || p == 0.0) return tm_retain((tm_tensor *)x);
-    tm__scratch s = {0};
-    tm_tensor *mask = NULL, *out = NULL;
-    bool prev = tm_no_grad_begin();
-    if (p == 1.0) {
-        mask = tm_zeros(tm_shape(x), tm_ndim(x), dt);
-        out = mask ? tm_zeros(tm_shape(x), tm_ndim(x), dt) : NULL;
-    } else {
-        /* one F32 uniform per element, whatever x's dtype: the same seed
-         * gives the same mask in every dtype */
-        tm_tensor *u = tm__sc_keep(&s, tm__tensor_new(__func__, tm_shape(x),
-                                                      tm_ndim(x), TM_F32,
-                                                      tm_device_of(x)));
-        if (u && tm_uniform_(u, 0.0, 1.0, rng)) tm__sc_keep(&s, NULL);
-        tm_tensor *th = tm__sc_keep(
-            &s, tm__scalar_on(__func__, 1.0 - p, TM_F32, tm_device_of(x)));
-        tm_tensor *keep = tm__sc_keep(&s, !s.st && th ? tm_lt(u, th) : NULL);
-        mask = keep ? tm_to_dtype(keep, dt) : NULL;
-        if (mask && tm_mul_scalar_(mask, 1.0 / (1.0 - p))) {
-            tm_free(mask);
-            mask = NULL;
-        }
-        out = mask ? tm_mul(x, mask) : NULL;
-    }
-    tm_no_grad_end(prev);
-    if (!out) tm__sc_keep(&s, NULL);
-    if (tm__sc_done(&s, __func__)) goto fail;
-    tm__record r = {.name = "NativeDropoutBackward",
-                    .backward = dropout_backward, .nin = 1, .in = &x,
-                    .save = {mask}};
-    if (tm__ag_record(&r, out)) goto fail;
-    tm_free(mask);
-    return out;
-fail:
-    tm_free(mask);
-    tm_free(out);
-    return NULL;
-}
-
-/* ------------------------------------------------------------- embedding */
+#include "../../cpu/cpu_nn.h"
 
 /* dW[idx[k], :] += g[k, :] in order of k (deterministic), accumulated in
  * F32 (F64 for F64 weights).  Saved: the indices (slot 0, I64 [K]
@@ -93,18 +28,7 @@ static tm_status embedding_backward(tm__node *n, const tm_tensor *g,
             : tm_dtype_of(g2) == cd ? tm_contiguous(g2)
                                     : tm_to_dtype(g2, cd));
     if (s.st) return tm__sc_done(&s, n->name);
-    const int64_t *iv = tm_data(ix);
-    if (cd == TM_F64) {
-        double *w = tm_data(gw);
-        const double *gv = tm_data(gc);
-        for (int64_t r = 0; r < k; r++)
-            for (int64_t j = 0; j < dd; j++) w[iv[r] * dd + j] += gv[r * dd + j];
-    } else {
-        float *w = tm_data(gw);
-        const float *gv = tm_data(gc);
-        for (int64_t r = 0; r < k; r++)
-            for (int64_t j = 0; j < dd; j++) w[iv[r] * dd + j] += gv[r * dd + j];
-    }
+    tm__embedding_backward(cd, tm_data(gw), tm_data(gc), tm_data(ix), k, dd);
     if (!(gin[0] = tm__sc_as(gw, ew->dtype))) tm__sc_keep(&s, NULL);
     return tm__sc_done(&s, n->name);
 }
@@ -150,13 +74,12 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     ix = tm_to_dtype(indices, TM_I64); /* contiguous */
     if (!ix) goto fail;
     const int64_t *iv = tm_data(ix);
-    for (int64_t r = 0; r < k; r++) {
-        if (iv[r] < 0 || iv[r] >= v) {
-            tm__errf(TM_ERANGE, fn, "index %lld at position %lld is out of "
-                     "range for %lld embeddings", (long long)iv[r],
-                     (long long)r, (long long)v);
-            goto fail;
-        }
+    int64_t bad = tm__index_find_outside(iv, k, v);
+    if (bad >= 0) {
+        tm__errf(TM_ERANGE, fn, "index %lld at position %lld is out of "
+                 "range for %lld embeddings", (long long)iv[bad],
+                 (long long)bad, (long long)v);
+        goto fail;
     }
     flat = tm_reshape(ix, (int64_t[]){k}, 1);
     rows = flat ? tm_index_select(weight, 0, flat) : NULL;
