@@ -168,6 +168,56 @@ static double block_sum(const float *v, int64_t k)
     return s;
 }
 
+/* The largest of x[c] (NaN skipped) and whether any is NaN, in 8 lanes
+ * that the compiler vectorizes.  The maximum does not depend on the order
+ * it is taken in, except for the sign of a zero maximum, which no result
+ * here depends on (x - (+-0) and (+-0) + log(1) come out the same). */
+static float row_max_f32(const float *restrict x, int64_t c, bool *nan)
+{
+    float m[8];
+    int bad[8] = {0};
+    for (int u = 0; u < 8; u++) m[u] = -INFINITY;
+    int64_t j = 0;
+    for (; j + 8 <= c; j += 8)
+        for (int u = 0; u < 8; u++) {
+            float v = x[j + u];
+            m[u] = v > m[u] ? v : m[u];
+            bad[u] |= v != v;
+        }
+    float mx = -INFINITY;
+    bool n = false;
+    for (int u = 0; u < 8; u++) {
+        mx = m[u] > mx ? m[u] : mx;
+        n |= bad[u] != 0;
+    }
+    for (; j < c; j++) {
+        mx = x[j] > mx ? x[j] : mx;
+        n |= x[j] != x[j];
+    }
+    *nan = n;
+    return mx;
+}
+
+/* dst[i] = x[i] - m and dst[i] = v[i] * a - b for i < k, in blocks of 8
+ * (a loop shape gcc vectorizes at -O2; elementwise, so the same bits). */
+static void sub_f32(float *restrict dst, const float *restrict x, float m,
+                    int64_t k)
+{
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int u = 0; u < 8; u++) dst[i + u] = x[i + u] - m;
+    for (; i < k; i++) dst[i] = x[i] - m;
+}
+
+static void axmb_f32(float *restrict dst, const float *restrict v, float a,
+                     float b, int64_t k)
+{
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8)
+        for (int u = 0; u < 8; u++) dst[i + u] = v[i + u] * a - b;
+    for (; i < k; i++) dst[i] = v[i] * a - b;
+}
+
 static void fwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
 {
     int64_t c = rc->c;
@@ -182,17 +232,13 @@ static void fwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
             rc->loss[r] = -(double)xr[rc->tgt[r]];
             continue;
         }
-        float mx = -INFINITY;
-        bool nan = false;
-        for (int64_t j = 0; j < c; j++) {
-            mx = xr[j] > mx ? xr[j] : mx;
-            nan |= xr[j] != xr[j];
-        }
+        bool nan;
+        float mx = row_max_f32(xr, c, &nan);
         bool bad = nan || !isfinite(mx);
         double se = 0.0, qs, qx;
         for (int64_t b = 0; b < c && !bad; b += LOSS_BLOCK) {
             int64_t k = c - b < LOSS_BLOCK ? c - b : LOSS_BLOCK;
-            for (int64_t i = 0; i < k; i++) buf[i] = xr[b + i] - mx;
+            sub_f32(buf, xr + b, mx, k);
             tm__vexp_f32(k, buf, buf);
             se += block_sum(buf, k);
         }
@@ -231,12 +277,11 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
             float ps = (float)(qs * s);
             for (int64_t b = 0; b < c; b += LOSS_BLOCK) {
                 int64_t k = c - b < LOSS_BLOCK ? c - b : LOSS_BLOCK;
-                for (int64_t i = 0; i < k; i++) buf[i] = xr[b + i] - lf;
+                sub_f32(buf, xr + b, lf, k);
                 tm__vexp_f32(k, buf, buf);
                 if (rc->kind == TM__LOSS_CE_INDEX) {
                     float es = (float)(rc->eps / (double)c * s);
-                    for (int64_t i = 0; i < k; i++)
-                        gx[b + i] = buf[i] * ps - es;
+                    axmb_f32(gx + b, buf, ps, es, k);
                 } else {
                     for (int64_t i = 0; i < k; i++)
                         gx[b + i] = buf[i] * ps -
