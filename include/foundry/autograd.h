@@ -23,7 +23,10 @@
  *   backward fail (TM_ESTATE, naming the node) — never a silent wrong
  *   gradient.  Detection uses the storage's version counter.
  * - In-place ops on a tensor that requires grad are refused while grad
- *   mode is on (use tm_set_grad_enabled(false) for parameter updates).
+ *   mode is on (use tm_set_grad_enabled(false) for parameter updates), and
+ *   so are in-place ops that read one (tm_copy_, tm_binary_ and its named
+ *   forms, tm_scatter_, tm_scatter_add_: TM_EUNSUPPORTED), since in-place
+ *   ops record nothing and its gradient would be lost.
  * - Gradients computed by backward are not themselves recorded.
  */
 #ifndef FOUNDRY_AUTOGRAD_H

@@ -95,7 +95,8 @@ tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)
                       tm__fmt_shape(src->shape, src->ndim, a, sizeof a),
                       tm__fmt_shape(dst->shape, dst->ndim, b, sizeof b));
     }
-    if (tm__check_writable(__func__, dst)) return tm_last_status();
+    if (tm__check_writable(__func__, dst) || tm__check_source(__func__, src))
+        return tm_last_status();
     tm_status st;
     if (tm__may_overlap(dst, src)) {
         tm_tensor *tmp = tm_clone(src);

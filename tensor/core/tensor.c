@@ -179,6 +179,17 @@ tm_status tm__check_tensor(const char *fn, const tm_tensor *t,
     return TM_OK;
 }
 
+tm_status tm__check_source(const char *fn, const tm_tensor *src)
+{
+    if (tm__ag_requires(src))
+        return tm__errf(TM_EUNSUPPORTED, fn,
+                        "in-place write from a tensor that requires grad "
+                        "while grad mode is on: in-place ops record no "
+                        "gradient, so its gradient would be lost; use the "
+                        "out-of-place op");
+    return TM_OK;
+}
+
 tm_status tm__check_writable(const char *fn, const tm_tensor *t)
 {
     if (t->storage->readonly)

@@ -77,6 +77,10 @@ tm_tensor *tm__scalar_on(const char *fn, double v, tm_dtype dt,
  * has an expanded dim (size > 1, stride 0), whose elements share memory and
  * so cannot be written elementwise (TM_EINVAL). */
 tm_status tm__check_writable(const char *fn, const tm_tensor *t);
+/* Fails (TM_EUNSUPPORTED) when src requires grad while grad mode is on:
+ * an in-place op reading it would drop its gradient, since in-place ops
+ * record nothing. */
+tm_status tm__check_source(const char *fn, const tm_tensor *src);
 /* Strides of a contiguous tensor of `shape`. */
 void tm__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 /* The kernel view of a tensor (optionally broadcast to shape[ndim] — the

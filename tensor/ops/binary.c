@@ -180,7 +180,8 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
         return tm__errf(TM_EDTYPE, fn, "result type %s can't be cast to the "
                         "output dtype %s", tm_dtype_name(rdt),
                         tm_dtype_name(a->dtype));
-    if (tm__check_writable(fn, a)) return tm_last_status();
+    if (tm__check_writable(fn, a) || tm__check_source(fn, b))
+        return tm_last_status();
     const tm_backend *be = tm__backend(a, fn);
     if (!be) return tm_last_status();
     tm_buf o = tm__buf(a), bb = tm__buf_bcast(b, a->shape, a->ndim);

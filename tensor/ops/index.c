@@ -176,7 +176,8 @@ tm_status tm_scatter_(tm_tensor *t, int dim, const tm_tensor *index,
                       const tm_tensor *src)
 {
     if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, src, "src"))
+        tm__check_tensor(__func__, src, "src") ||
+        tm__check_source(__func__, src))
         return tm_last_status();
     return tm__scatter(__func__, t, dim, index, src, 0, false);
 }
@@ -198,7 +199,8 @@ tm_status tm_scatter_add_(tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src)
 {
     if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, src, "src"))
+        tm__check_tensor(__func__, src, "src") ||
+        tm__check_source(__func__, src))
         return tm_last_status();
     return tm__scatter(__func__, t, dim, index, src, 0, true);
 }

@@ -281,3 +281,30 @@ TEST(set_grad_replaces_the_gradient_and_backward_adds_out_of_place)
     CHECK(tm_grad(x) == NULL);
     tm_free(bad); tm_free(one); tm_free(y); tm_free(g); tm_free(x);
 }
+
+TEST(in_place_ops_refuse_a_source_that_requires_grad)
+{
+    /* In-place ops record no node: reading a tensor that requires grad
+     * would drop its gradient silently, so they refuse it. */
+    tm_tensor *w = leaf(2.0, 3);
+    tm_tensor *a = tm_zeros((int64_t[]){3}, 1, TM_F64);
+    tm_tensor *ix = tm_zeros((int64_t[]){3}, 1, TM_I64);
+    REQUIRE(w && a && ix);
+    CHECK_STATUS(tm_copy_(a, w), TM_EUNSUPPORTED, "requires grad");
+    CHECK_STATUS(tm_add_(a, w), TM_EUNSUPPORTED, "requires grad");
+    CHECK_STATUS(tm_binary_(TM_OP_MUL, a, w), TM_EUNSUPPORTED,
+                 "requires grad");
+    CHECK_STATUS(tm_scatter_(a, 0, ix, w), TM_EUNSUPPORTED, "requires grad");
+    CHECK_STATUS(tm_scatter_add_(a, 0, ix, w), TM_EUNSUPPORTED,
+                 "requires grad");
+    /* a is untouched, and with grad mode off the copy is allowed */
+    double zero[3] = {0, 0, 0}, two[3] = {2, 2, 2};
+    CHECK_VALUES(a, zero, 3, 0, 0);
+    bool prev = tm_no_grad_begin();
+    CHECK_INT(tm_copy_(a, w), TM_OK);
+    tm_no_grad_end(prev);
+    CHECK_VALUES(a, two, 3, 0, 0);
+    tm_free(w);
+    tm_free(a);
+    tm_free(ix);
+}

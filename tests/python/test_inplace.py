@@ -164,3 +164,20 @@ def test_a_result_of_another_dtype_is_not_written():
         NF.silu(x, inplace=True)
     assert x.tolist() == [-2, 3]
     assert NF.relu(x, inplace=True).tolist() == [0, 3]  # relu keeps ints
+
+
+def test_in_place_writes_from_a_tensor_that_requires_grad_are_refused():
+    # In-place ops record no gradient; PyTorch would carry w's, so Foundry
+    # refuses rather than drop it silently.
+    w = F.ones(3, requires_grad=True)
+    a = F.zeros(3)
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        a[:] = w
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        a.copy_(w)
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        a += w
+    assert a.tolist() == [0.0, 0.0, 0.0]
+    with F.no_grad():
+        a[:] = w
+    assert a.tolist() == [1.0, 1.0, 1.0]
