@@ -140,8 +140,7 @@ tm_tensor *tm__grad_place(const tm_tensor *g, const int64_t *shape, int ndim,
 
 tm_tensor *tm__grad_as(tm_tensor *v, tm_dtype dt)
 {
-    if (!v || v->dtype == dt) return v;
-    tm_tensor *c = tm_to_dtype(v, dt);
+    tm_tensor *c = tm__sc_as(v, dt);
     tm_free(v);
     return c;
 }
