@@ -3,14 +3,33 @@
 
 #include <string.h>
 
-static void *tm__cpu_alloc(size_t bytes)
+/* The CPU's storage comes from the host allocator directly (tensor.c);
+ * these serve code that goes through the table generically. */
+static void *tm__cpu_alloc(tm_ctx *ctx, size_t bytes)
 {
+    (void)ctx;
     return tm__alloc(bytes, "cpu backend");
 }
 
-static tm_status tm__cpu_memcpy(void *dst, const void *src, size_t bytes)
+static void tm__cpu_free(tm_ctx *ctx, void *handle)
 {
-    if (bytes) memmove(dst, src, bytes);
+    (void)ctx;
+    tm__dealloc(handle);
+}
+
+static tm_status tm__cpu_to_device(tm_ctx *ctx, void *dst, size_t off,
+                                   const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes) memmove((char *)dst + off, src, bytes);
+    return TM_OK;
+}
+
+static tm_status tm__cpu_to_host(tm_ctx *ctx, void *dst, const void *src,
+                                 size_t off, size_t bytes)
+{
+    (void)ctx;
+    if (bytes) memmove(dst, (const char *)src + off, bytes);
     return TM_OK;
 }
 
@@ -24,8 +43,9 @@ static void tm__copy_run(char **p, const int64_t *s, int64_t n, void *ctx)
     tm__convert(p[0], c->ddt, s[0], p[1], c->sdt, s[1], n);
 }
 
-tm_status tm__cpu_copy(const tm_buf *dst, const tm_buf *src)
+tm_status tm__cpu_copy(tm_ctx *ctx, const tm_buf *dst, const tm_buf *src)
 {
+    (void)ctx;
     tm__iter it;
     const tm_buf *bufs[2] = {dst, src};
     tm__iter_init(&it, 2, bufs);
@@ -41,31 +61,32 @@ static void tm__fill_run(char **p, const int64_t *s, int64_t n, void *ctx)
     char *d = p[0];
     if (s[0] == (int64_t)es) { /* contiguous: memset, or word stores */
         static const char zero[16];
-        if (es == 1 || !memcmp(v->data, zero, es)) {
-            memset(d, *(unsigned char *)v->data, (size_t)n * es);
+        if (es == 1 || !memcmp(tm__ptr(v), zero, es)) {
+            memset(d, *(unsigned char *)tm__ptr(v), (size_t)n * es);
             return;
         }
         if (es == 4) {
             uint32_t w, *o = (uint32_t *)(void *)d;
-            memcpy(&w, v->data, 4);
+            memcpy(&w, tm__ptr(v), 4);
             for (int64_t i = 0; i < n; i++) o[i] = w;
             return;
         }
         if (es == 8) {
             uint64_t w, *o = (uint64_t *)(void *)d;
-            memcpy(&w, v->data, 8);
+            memcpy(&w, tm__ptr(v), 8);
             for (int64_t i = 0; i < n; i++) o[i] = w;
             return;
         }
     }
-    for (int64_t i = 0; i < n; i++, d += s[0]) memcpy(d, v->data, es);
+    for (int64_t i = 0; i < n; i++, d += s[0]) memcpy(d, tm__ptr(v), es);
 }
 
-tm_status tm__cpu_fill(const tm_buf *dst, double value)
+tm_status tm__cpu_fill(tm_ctx *ctx, const tm_buf *dst, double value)
 {
+    (void)ctx;
     char elem[16];
     tm__store_f64(elem, dst->dtype, value);
-    tm_buf v = {.data = elem, .dtype = dst->dtype};
+    tm_buf v = {.handle = elem, .dtype = dst->dtype};
     tm__iter it;
     const tm_buf *bufs[1] = {dst};
     tm__iter_init(&it, 1, bufs);
@@ -77,13 +98,14 @@ const tm_backend tm__cpu_backend = {
     .abi_version = TM_BACKEND_ABI_VERSION,
     .size = sizeof(tm_backend),
     .name = "cpu",
-    .device = TM_CPU,
+    .type = TM_DEVICE_CPU,
     .alloc = tm__cpu_alloc,
-    .free = tm__dealloc,
-    .to_device = tm__cpu_memcpy,
-    .to_host = tm__cpu_memcpy,
+    .free = tm__cpu_free,
+    .to_device = tm__cpu_to_device,
+    .to_host = tm__cpu_to_host,
     .copy = tm__cpu_copy,
     .fill = tm__cpu_fill,
+    .sequence = tm__cpu_sequence,
     .unary = tm__cpu_unary,
     .binary = tm__cpu_binary,
     .where = tm__cpu_where,
@@ -91,12 +113,12 @@ const tm_backend tm__cpu_backend = {
     .arg_reduce = tm__cpu_arg_reduce,
     .cumsum = tm__cpu_cumsum,
     .gemm = tm__cpu_gemm,
-    .softmax = tm__cpu_softmax,
-    .norm_rows = tm__cpu_norm_rows,
-    .norm_rows_backward = tm__cpu_norm_rows_backward,
     .gather = tm__cpu_gather,
     .scatter = tm__cpu_scatter,
     .index_select = tm__cpu_index_select,
     .sort = tm__cpu_sort,
+    .softmax = tm__cpu_softmax,
+    .norm_rows = tm__cpu_norm_rows,
+    .norm_rows_backward = tm__cpu_norm_rows_backward,
     .random = tm__cpu_random,
 };

@@ -203,9 +203,10 @@ static bool tm__bin_is_scalar(const tm_buf *x)
     return true;
 }
 
-tm_status tm__cpu_binary(tm_binary_op op, const tm_buf *out, const tm_buf *a,
+tm_status tm__cpu_binary(tm_ctx *ctx, tm_binary_op op, const tm_buf *out, const tm_buf *a,
                          const tm_buf *b)
 {
+    (void)ctx;
     TM_ASSERT((int)op >= 0 && op < TM_BINARY_OP_COUNT, TM_EINVAL);
     tm_dtype pt = tm_promote_types(a->dtype, b->dtype);
     tm_dtype ct = pt == TM_F64 ? TM_F64
@@ -214,23 +215,23 @@ tm_status tm__cpu_binary(tm_binary_op op, const tm_buf *out, const tm_buf *a,
     tm__ew_loop loop = ct == TM_F32   ? tm__bin_f32_loop
                        : ct == TM_F64 ? tm__bin_f64_loop
                                       : tm__bin_i64_loop;
-    tm__bin_ctx ctx = {.op = op, .form = TM__VV};
-    atomic_init(&ctx.err, 0);
+    tm__bin_ctx bc = {.op = op, .form = TM__VV};
+    atomic_init(&bc.err, 0);
     int nin = 2;
     const tm_buf *ins[2] = {a, b};
     bool sa = tm__bin_is_scalar(a), sb = tm__bin_is_scalar(b);
     if (sb != sa) { /* exactly one scalar operand: convert it once */
         const tm_buf *s = sb ? b : a;
-        tm__convert(ctx.scalar, ct, 0, s->data, s->dtype, 0, 1);
-        ctx.form = sb ? TM__VS : TM__SV;
+        tm__convert(bc.scalar, ct, 0, tm__ptr(s), s->dtype, 0, 1);
+        bc.form = sb ? TM__VS : TM__SV;
         ins[0] = sb ? a : b;
         nin = 1;
     }
     bool pred = tm__binary_ops[op].cls == TM__CLASS_PRED;
     tm_status st = tm__ew_run(out, pred ? TM_BOOL : ct, ins, nin, ct, loop,
-                              &ctx);
+                              &bc);
     if (st) return st;
-    int err = atomic_load(&ctx.err);
+    int err = atomic_load(&bc.err);
     if (err & TM__BIN_EDIV) return TM_ERR(TM_EINVAL, "integer division by zero");
     if (err & TM__BIN_EPOW)
         return TM_ERR(TM_EINVAL, "integers to negative integer powers are "

@@ -68,8 +68,9 @@ static void tm__cumsum_run(char **ptrs, const int64_t *strides, int64_t n,
                         ptrs[1] + i * strides[1]);
 }
 
-tm_status tm__cpu_cumsum(const tm_buf *out, const tm_buf *in, int dim)
+tm_status tm__cpu_cumsum(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim)
 {
+    (void)ctx;
     TM_ASSERT(dim >= 0 && dim < in->ndim && out->ndim == in->ndim,
               TM_ESTATE);
     /* the lines: every dim but `dim` */

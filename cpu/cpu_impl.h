@@ -16,6 +16,13 @@
 #define TM__ALWAYS_INLINE inline
 #endif
 
+/* The address of b's first element: on the CPU a handle is the address of
+ * its memory.  NULL for an absent operand. */
+static inline void *tm__ptr(const tm_buf *b)
+{
+    return b->handle ? (char *)b->handle + b->offset : NULL;
+}
+
 #define TM__ITER_MAX_OPS 4
 
 /* Walks up to four same-shaped operands in row-major order.  Dims of size
@@ -55,44 +62,46 @@ void tm__convert(void *dst, tm_dtype ddt, int64_t dstride, const void *src,
 #define TM__GRAIN 32768
 
 /* Kernel entry points (see foundry/backend.h for their contracts). */
-tm_status tm__cpu_copy(const tm_buf *dst, const tm_buf *src);
-tm_status tm__cpu_fill(const tm_buf *dst, double value);
-tm_status tm__cpu_unary(tm_unary_op op, const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_copy(tm_ctx *ctx, const tm_buf *dst, const tm_buf *src);
+tm_status tm__cpu_fill(tm_ctx *ctx, const tm_buf *dst, double value);
+tm_status tm__cpu_unary(tm_ctx *ctx, tm_unary_op op, const tm_buf *out, const tm_buf *in,
                         double p0, double p1);
-tm_status tm__cpu_binary(tm_binary_op op, const tm_buf *out, const tm_buf *a,
+tm_status tm__cpu_binary(tm_ctx *ctx, tm_binary_op op, const tm_buf *out, const tm_buf *a,
                          const tm_buf *b);
-tm_status tm__cpu_where(const tm_buf *out, const tm_buf *cond,
+tm_status tm__cpu_where(tm_ctx *ctx, const tm_buf *out, const tm_buf *cond,
                         const tm_buf *a, const tm_buf *b);
-tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_reduce(tm_ctx *ctx, tm_reduce_op op, const tm_buf *out, const tm_buf *in,
                          int nred, double p);
 /* The column-sum path of tm__cpu_reduce (cpu_reduce_cols.c). */
 bool tm__red_cols_applies(tm_reduce_op op, const tm_buf *out,
                           const tm_buf *in, int nred);
 tm_status tm__red_cols(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
                        int nred);
-tm_status tm__cpu_arg_reduce(bool is_max, const tm_buf *indices,
+tm_status tm__cpu_arg_reduce(tm_ctx *ctx, bool is_max, const tm_buf *indices,
                              const tm_buf *values, const tm_buf *in);
-tm_status tm__cpu_cumsum(const tm_buf *out, const tm_buf *in, int dim);
-tm_status tm__cpu_gemm(const tm_buf *c, const tm_buf *a, const tm_buf *b,
+tm_status tm__cpu_cumsum(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim);
+tm_status tm__cpu_gemm(tm_ctx *ctx, const tm_buf *c, const tm_buf *a, const tm_buf *b,
                        double alpha, double beta);
-tm_status tm__cpu_softmax(const tm_buf *out, const tm_buf *in, bool log);
-tm_status tm__cpu_norm_rows(const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_softmax(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, bool log);
+tm_status tm__cpu_norm_rows(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
                             const tm_buf *weight, const tm_buf *bias,
                             double eps, bool rms);
-tm_status tm__cpu_norm_rows_backward(const tm_buf *dx, const tm_buf *dw,
+tm_status tm__cpu_norm_rows_backward(tm_ctx *ctx, const tm_buf *dx, const tm_buf *dw,
                                      const tm_buf *db, const tm_buf *g,
                                      const tm_buf *x, const tm_buf *weight,
                                      double eps, bool rms);
-tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
+tm_status tm__cpu_gather(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim,
                          const tm_buf *index);
-tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,
+tm_status tm__cpu_scatter(tm_ctx *ctx, const tm_buf *dst, int dim, const tm_buf *index,
                           const tm_buf *src, bool add);
-tm_status tm__cpu_index_select(const tm_buf *out, const tm_buf *in, int dim,
+tm_status tm__cpu_index_select(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim,
                                const tm_buf *index);
-tm_status tm__cpu_sort(const tm_buf *values, const tm_buf *indices,
+tm_status tm__cpu_sort(tm_ctx *ctx, const tm_buf *values, const tm_buf *indices,
                        const tm_buf *in, bool descending);
-tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
-                         tm_rng *rng);
+tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,
+                         double p1, tm_rng rng);
+tm_status tm__cpu_sequence(tm_ctx *ctx, const tm_buf *dst, tm_seq_kind kind,
+                           double a, double b, int64_t k);
 
 
 /* ------------------------------------------------------ elementwise engine

@@ -139,9 +139,9 @@ static void tm__ix_init(tm__ix *c, int mode, const tm_buf *dense,
     c->dt = dense->dtype;
     c->idt = index->dtype;
     c->es = tm_dtype_size(dense->dtype);
-    c->a = dense->data;
-    c->i = index->data;
-    c->t = indexed->data;
+    c->a = tm__ptr(dense);
+    c->i = tm__ptr(index);
+    c->t = tm__ptr(indexed);
     if (index->ndim == 0) {
         c->ndim = 1;
         c->shape[0] = 1;
@@ -307,9 +307,10 @@ static void tm__ix_run(const tm__ix *c)
 
 /* ------------------------------------------------------------- entries */
 
-tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
+tm_status tm__cpu_gather(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim,
                          const tm_buf *index)
 {
+    (void)ctx;
     tm_status st = tm__ix_dtype(__func__, index->dtype);
     if (st) return st;
     int64_t size = in->ndim ? in->shape[dim] : 1;
@@ -320,9 +321,10 @@ tm_status tm__cpu_gather(const tm_buf *out, const tm_buf *in, int dim,
     return TM_OK;
 }
 
-tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,
+tm_status tm__cpu_scatter(tm_ctx *ctx, const tm_buf *dst, int dim, const tm_buf *index,
                           const tm_buf *src, bool add)
 {
+    (void)ctx;
     tm_status st = tm__ix_dtype(__func__, index->dtype);
     if (st) return st;
     int64_t size = dst->ndim ? dst->shape[dim] : 1;
@@ -333,21 +335,23 @@ tm_status tm__cpu_scatter(const tm_buf *dst, int dim, const tm_buf *index,
     return TM_OK;
 }
 
-tm_status tm__cpu_index_select(const tm_buf *out, const tm_buf *in, int dim,
+tm_status tm__cpu_index_select(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim,
                                const tm_buf *index)
 {
+    (void)ctx;
     tm_status st = tm__ix_dtype(__func__, index->dtype);
     if (st) return st;
     int64_t size = in->ndim ? in->shape[dim] : 1;
     if ((st = tm__ix_check(__func__, index, dim, size))) return st;
     if (out->ndim == 0 || in->ndim == 0) { /* a 0-d tensor picks itself */
-        memcpy(out->data, in->data, tm_dtype_size(in->dtype));
+        memcpy(tm__ptr(out), tm__ptr(in), tm_dtype_size(in->dtype));
         return TM_OK;
     }
     /* A gather whose index is the 1-D index broadcast along every other
      * dim (stride 0), so each output row reads one index. */
     tm_buf ix = *out;
-    ix.data = index->data;
+    ix.handle = index->handle;
+    ix.offset = index->offset;
     ix.dtype = index->dtype;
     for (int d = 0; d < out->ndim; d++)
         ix.strides[d] = d == dim && index->ndim ? index->strides[0] : 0;

@@ -7,7 +7,7 @@ void tm__iter_init(tm__iter *it, int nop, const tm_buf *const *bufs)
     it->nop = nop;
     it->ndim = 0;
     it->numel = 1;
-    for (int k = 0; k < nop; k++) it->data[k] = bufs[k]->data;
+    for (int k = 0; k < nop; k++) it->data[k] = tm__ptr(bufs[k]);
     for (int d = 0; d < b0->ndim; d++) it->numel *= b0->shape[d];
     if (it->numel == 0) { /* nothing to visit; other dims may be huge */
         it->ndim = 1;

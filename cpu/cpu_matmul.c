@@ -97,9 +97,9 @@ static void mm_tile(const mm_ctx *c, char *scr, int64_t item)
     int64_t sam = a->strides[nd] * aes, sak = a->strides[nd + 1] * aes;
     int64_t sbk = b->strides[nd] * bes, sbn = b->strides[nd + 1] * bes;
     int64_t som = o->strides[nd] * oes, son = o->strides[nd + 1] * oes;
-    const char *ab = (const char *)a->data + mm_batch_offset(a, nd, bi);
-    const char *bb = (const char *)b->data + mm_batch_offset(b, nd, bi);
-    char *ob = (char *)o->data + mm_batch_offset(o, nd, bi);
+    const char *ab = (const char *)tm__ptr(a) + mm_batch_offset(a, nd, bi);
+    const char *bb = (const char *)tm__ptr(b) + mm_batch_offset(b, nd, bi);
+    char *ob = (char *)tm__ptr(o) + mm_batch_offset(o, nd, bi);
     char *acc = scr;
     char *ap = acc + c->mbe * c->nbe * ces;
     char *bp = ap + c->mbe * c->kbe * ces;
@@ -210,9 +210,10 @@ static tm_status tm__cpu_matmul(const tm_buf *out, const tm_buf *a,
     return TM_OK;
 }
 
-tm_status tm__cpu_gemm(const tm_buf *c, const tm_buf *a, const tm_buf *b,
+tm_status tm__cpu_gemm(tm_ctx *ctx, const tm_buf *c, const tm_buf *a, const tm_buf *b,
                        double alpha, double beta)
 {
+    (void)ctx;
     if (c->dtype == TM_F32 || c->dtype == TM_F64)
         return tm__gemm_float(c, a, b, alpha, beta);
     if (!tm_dtype_is_float(c->dtype) && (alpha != 1.0 || beta != 0.0))

@@ -124,20 +124,21 @@ static void tm__rand_blocks(int64_t b0, int64_t b1, void *ctx)
     }
 }
 
-tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
-                         tm_rng *rng)
+tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,
+                         double p1, tm_rng rng)
 {
-    TM_ASSERT(dst && rng && kind >= 0 && kind <= 2, TM_ESTATE);
+    (void)ctx;
+    TM_ASSERT(dst && kind >= 0 && kind <= 2, TM_ESTATE);
     tm__rand_job j;
     memset(&j, 0, sizeof j);
-    j.data = dst->data;
+    j.data = tm__ptr(dst);
     j.dt = dst->dtype;
     j.es = tm_dtype_size(dst->dtype);
     j.kind = kind;
     j.p0 = p0;
     j.p1 = p1;
-    j.key = rng->key;
-    j.counter = rng->counter;
+    j.key = rng.key;
+    j.counter = rng.counter;
     j.n = 1;
     for (int d = 0; d < dst->ndim; d++) j.n *= dst->shape[d];
     int64_t expect = 1;
@@ -168,6 +169,5 @@ tm_status tm__cpu_random(const tm_buf *dst, int kind, double p0, double p1,
     /* a block of normals costs about as much as 8 blocks of uniforms */
     int64_t grain = TM__GRAIN / j.per / (kind == TM__RAND_NORMAL ? 8 : 1);
     if (nblocks > 0) tm__parallel_for(nblocks, grain, tm__rand_blocks, &j);
-    rng->counter += (uint64_t)nblocks;
     return TM_OK;
 }

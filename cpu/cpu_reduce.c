@@ -518,7 +518,8 @@ static tm_status tm__red_run_all(tm__red_job *j, const tm_buf *out,
     tm_buf outer = *in, red;
     outer.ndim = nout;
     memset(&red, 0, sizeof red);
-    red.data = in->data;
+    red.handle = in->handle;
+    red.offset = in->offset;
     red.dtype = in->dtype;
     red.ndim = nred;
     for (int d = 0; d < nred; d++) {
@@ -563,9 +564,10 @@ static tm_status tm__red_run_all(tm__red_job *j, const tm_buf *out,
     return TM_OK;
 }
 
-tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_reduce(tm_ctx *ctx, tm_reduce_op op, const tm_buf *out, const tm_buf *in,
                          int nred, double p)
 {
+    (void)ctx;
     TM_ASSERT((unsigned)op < TM_REDUCE_OP_COUNT, TM_ESTATE);
     if (tm__red_cols_applies(op, out, in, nred))
         return tm__red_cols(op, out, in, nred);
@@ -579,14 +581,15 @@ tm_status tm__cpu_reduce(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
     return tm__red_run_all(&j, out, NULL, in, nred);
 }
 
-tm_status tm__cpu_arg_reduce(bool is_max, const tm_buf *indices,
+tm_status tm__cpu_arg_reduce(tm_ctx *ctx, bool is_max, const tm_buf *indices,
                              const tm_buf *values, const tm_buf *in)
 {
+    (void)ctx;
     TM_ASSERT(in->ndim >= 1 && in->shape[in->ndim - 1] > 0, TM_ESTATE);
     tm__red_job j;
     memset(&j, 0, sizeof j);
     j.op = is_max ? TM__RED_ARGMAX : TM__RED_ARGMIN;
     j.ints = !tm_dtype_is_float(in->dtype);
-    if (values && !values->data) values = NULL;
+    if (values && !tm__ptr(values)) values = NULL;
     return tm__red_run_all(&j, indices, values, in, 1);
 }

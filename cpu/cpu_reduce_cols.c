@@ -37,7 +37,7 @@ static void tm__cols_range(int64_t begin, int64_t end, void *p)
     for (int64_t item = begin; item < end; item++) {
         int64_t o = item / j->nblocks, c0 = (item % j->nblocks) * TM__COLS;
         int64_t w = j->width - c0 < TM__COLS ? j->width - c0 : TM__COLS;
-        const float *base = (const float *)in->data +
+        const float *base = (const float *)tm__ptr(in) +
                             tm__outer_off(in, j->nk, o) + c0;
         for (int64_t c = 0; c < w; c++) acc[c] = 0;
         int64_t idx[TM_MAX_DIMS] = {0}, off = 0;
@@ -53,7 +53,7 @@ static void tm__cols_range(int64_t begin, int64_t end, void *p)
                 idx[d] = 0;
             }
         }
-        float *dst = (float *)j->out->data +
+        float *dst = (float *)tm__ptr(j->out) +
                      tm__outer_off(j->out, j->nk, o) + c0;
         double div = j->mean ? (double)j->count : 1.0;
         for (int64_t c = 0; c < w; c++) dst[c] = (float)(acc[c] / div);

@@ -227,7 +227,7 @@ static char *tm__row_ptr(const tm_buf *b, int64_t r)
         off += (r % b->shape[d]) * b->strides[d];
         r /= b->shape[d];
     }
-    return (char *)b->data + off * (int64_t)tm_dtype_size(b->dtype);
+    return (char *)tm__ptr(b) + off * (int64_t)tm_dtype_size(b->dtype);
 }
 
 static void tm__rows_part(int part, int nparts, void *vc)
@@ -274,15 +274,15 @@ static tm_status tm__rows_param(const char *fn, const tm_buf *p, int64_t n,
                                 tm_dtype ct, const void **out, void **tmp)
 {
     *out = NULL;
-    if (!p || !p->data) return TM_OK;
+    if (!p || !tm__ptr(p)) return TM_OK;
     if (p->dtype == ct && (p->strides[0] == 1 || n <= 1)) {
-        *out = p->data;
+        *out = tm__ptr(p);
         return TM_OK;
     }
     size_t ce = tm_dtype_size(ct);
     *tmp = tm__alloc((size_t)n * ce, fn);
     if (!*tmp) return tm_last_status();
-    tm__convert(*tmp, ct, (int64_t)ce, p->data, p->dtype,
+    tm__convert(*tmp, ct, (int64_t)ce, tm__ptr(p), p->dtype,
                 p->strides[0] * (int64_t)tm_dtype_size(p->dtype), n);
     *out = *tmp;
     return TM_OK;
@@ -338,8 +338,9 @@ done:
     return st;
 }
 
-tm_status tm__cpu_softmax(const tm_buf *out, const tm_buf *in, bool log)
+tm_status tm__cpu_softmax(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, bool log)
 {
+    (void)ctx;
     tm__rows_ctx c;
     memset(&c, 0, sizeof c);
     c.out = out;
@@ -349,10 +350,11 @@ tm_status tm__cpu_softmax(const tm_buf *out, const tm_buf *in, bool log)
     return tm__rows_run(__func__, &c, NULL, NULL);
 }
 
-tm_status tm__cpu_norm_rows(const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_norm_rows(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
                             const tm_buf *weight, const tm_buf *bias,
                             double eps, bool rms)
 {
+    (void)ctx;
     tm__rows_ctx c;
     memset(&c, 0, sizeof c);
     c.out = out;

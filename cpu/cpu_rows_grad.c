@@ -50,22 +50,23 @@ static void tm__nrb_part(int part, int nparts, void *p)
 static void tm__nrb_combine(const tm__nrb *c, int nparts, int64_t off,
                             const tm_buf *out)
 {
-    if (!out || !out->data) return;
+    if (!out || !tm__ptr(out)) return;
     for (int64_t j = 0; j < c->cols; j++) {
         double s = 0;
         for (int p = 0; p < nparts; p++)
             s += c->part[(size_t)p * 2 * (size_t)c->cols + (size_t)off +
                          (size_t)j];
-        if (c->f64) ((double *)out->data)[j] = s;
-        else ((float *)out->data)[j] = (float)s;
+        if (c->f64) ((double *)tm__ptr(out))[j] = s;
+        else ((float *)tm__ptr(out))[j] = (float)s;
     }
 }
 
-tm_status tm__cpu_norm_rows_backward(const tm_buf *dx, const tm_buf *dw,
+tm_status tm__cpu_norm_rows_backward(tm_ctx *ctx, const tm_buf *dx, const tm_buf *dw,
                                      const tm_buf *db, const tm_buf *g,
                                      const tm_buf *x, const tm_buf *weight,
                                      double eps, bool rms)
 {
+    (void)ctx;
     TM_ASSERT(x->dtype == TM_F32 || x->dtype == TM_F64, TM_ESTATE);
     tm__nrb c = {.dx = dx, .dw = dw, .db = db, .g = g, .x = x, .w = weight,
                  .eps = eps, .rms = rms, .f64 = x->dtype == TM_F64};
@@ -75,8 +76,8 @@ tm_status tm__cpu_norm_rows_backward(const tm_buf *dx, const tm_buf *dw,
     if (numel == 0 || c.cols == 0) {
         const tm_buf *outs[2] = {dw, db};
         for (int k = 0; k < 2; k++)
-            if (outs[k] && outs[k]->data)
-                memset(outs[k]->data, 0,
+            if (outs[k] && tm__ptr(outs[k]))
+                memset(tm__ptr(outs[k]), 0,
                        (size_t)c.cols * tm_dtype_size(x->dtype));
         return TM_OK;
     }
@@ -85,7 +86,7 @@ tm_status tm__cpu_norm_rows_backward(const tm_buf *dx, const tm_buf *dw,
     int nt = tm_get_num_threads();
     if (parts > nt) parts = nt;
     if (parts < 1) parts = 1;
-    bool sums = (dw && dw->data) || (db && db->data);
+    bool sums = (dw && tm__ptr(dw)) || (db && tm__ptr(db));
     if (sums) {
         c.part = tm__alloc(sizeof(double) * 2 * (size_t)c.cols *
                                (size_t)parts, "tm_layer_norm backward");

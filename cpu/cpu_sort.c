@@ -150,7 +150,7 @@ static void sort_row(const sort_ctx *c, char *scr, int64_t r)
     int nd = in->ndim;
     int64_t n = c->n, es = (int64_t)tm_dtype_size(in->dtype);
     int64_t sin = in->strides[nd - 1] * es;
-    const char *src = (const char *)in->data + sort_row_offset(in, r);
+    const char *src = (const char *)tm__ptr(in) + sort_row_offset(in, r);
     sort_pair *p = (sort_pair *)scr, *t = p + n;
     for (int64_t i = 0; i < n; i++) p[i].i = i;
     if (c->is_float) {
@@ -163,15 +163,15 @@ static void sort_row(const sort_ctx *c, char *scr, int64_t r)
         if (c->desc) sort_i_desc(p, t, n);
         else sort_i_asc(p, t, n);
     }
-    if (vb->data) {
+    if (tm__ptr(vb)) {
         int64_t sv = vb->strides[nd - 1] * es;
-        char *dst = (char *)vb->data + sort_row_offset(vb, r);
+        char *dst = (char *)tm__ptr(vb) + sort_row_offset(vb, r);
         for (int64_t j = 0; j < n; j++)
             memcpy(dst + j * sv, src + p[j].i * sin, (size_t)es);
     }
-    if (ib->data) {
+    if (tm__ptr(ib)) {
         int64_t si = ib->strides[nd - 1];
-        int64_t *dst = (int64_t *)((char *)ib->data + sort_row_offset(ib, r));
+        int64_t *dst = (int64_t *)((char *)tm__ptr(ib) + sort_row_offset(ib, r));
         for (int64_t j = 0; j < n; j++) dst[j * si] = p[j].i;
     }
 }
@@ -185,14 +185,15 @@ static void sort_part(int part, int nparts, void *p)
     for (int64_t r = lo; r < hi; r++) sort_row(c, scr, r);
 }
 
-tm_status tm__cpu_sort(const tm_buf *values, const tm_buf *indices,
+tm_status tm__cpu_sort(tm_ctx *ctx, const tm_buf *values, const tm_buf *indices,
                        const tm_buf *in, bool descending)
 {
+    (void)ctx;
     int nd = in->ndim;
     TM_ASSERT(nd >= 1 && values->ndim == nd && indices->ndim == nd,
               TM_ESTATE);
-    TM_ASSERT(!indices->data || indices->dtype == TM_I64, TM_ESTATE);
-    TM_ASSERT(!values->data || values->dtype == in->dtype, TM_ESTATE);
+    TM_ASSERT(!tm__ptr(indices) || indices->dtype == TM_I64, TM_ESTATE);
+    TM_ASSERT(!tm__ptr(values) || values->dtype == in->dtype, TM_ESTATE);
     if (!tm_dtype_is_valid(in->dtype))
         return tm__errf(TM_EDTYPE, "tm_sort", "dtype %s is not supported",
                         tm_dtype_name(in->dtype));

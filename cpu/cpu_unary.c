@@ -420,9 +420,10 @@ static void tm__pred_i64(int64_t n, void *out, const void *const *in,
     }
 }
 
-tm_status tm__cpu_unary(tm_unary_op op, const tm_buf *out, const tm_buf *in,
+tm_status tm__cpu_unary(tm_ctx *ctx, tm_unary_op op, const tm_buf *out, const tm_buf *in,
                         double p0, double p1)
 {
+    (void)ctx;
     if ((int)op < 0 || op >= TM_UNARY_OP_COUNT)
         return TM_ERR(TM_EINVAL, "unknown unary op %d", (int)op);
     tm__un_ctx c = {op, p0, p1};

@@ -112,9 +112,10 @@ static void tm__where_inner(char **ptrs, const int64_t *strides, int64_t n,
     }
 }
 
-tm_status tm__cpu_where(const tm_buf *out, const tm_buf *cond,
+tm_status tm__cpu_where(tm_ctx *ctx, const tm_buf *out, const tm_buf *cond,
                         const tm_buf *a, const tm_buf *b)
 {
+    (void)ctx;
     int64_t es = (int64_t)tm_dtype_size(out->dtype);
     TM_ASSERT(es == 1 || es == 2 || es == 4 || es == 8, TM_EDTYPE);
     tm__where_job j = {out->dtype, cond->dtype, a->dtype, b->dtype};

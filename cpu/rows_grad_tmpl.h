@@ -9,10 +9,10 @@ static void NRB_N(tm__nrb_row)(const tm__nrb *c, int64_t r, double *pdw,
                             double *pdb)
 {
     int64_t n = c->cols;
-    const NRB_T *x = (const NRB_T *)c->x->data + r * n;
-    const NRB_T *g = (const NRB_T *)c->g->data + r * n;
-    const NRB_T *w = c->w && c->w->data ? (const NRB_T *)c->w->data : NULL;
-    NRB_T *dx = c->dx && c->dx->data ? (NRB_T *)c->dx->data + r * n : NULL;
+    const NRB_T *x = (const NRB_T *)tm__ptr(c->x) + r * n;
+    const NRB_T *g = (const NRB_T *)tm__ptr(c->g) + r * n;
+    const NRB_T *w = c->w && tm__ptr(c->w) ? (const NRB_T *)tm__ptr(c->w) : NULL;
+    NRB_T *dx = c->dx && tm__ptr(c->dx) ? (NRB_T *)tm__ptr(c->dx) + r * n : NULL;
     double x0 = c->rms ? 0.0 : (double)x[0], s1 = 0, s2 = 0;
     for (int64_t j = 0; j < n; j++) {
         double d = (double)x[j] - x0;

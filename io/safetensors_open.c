@@ -414,7 +414,7 @@ static tm_safetensors *open_storage(const char *fn, const char *label,
         return NULL;
     }
     f->storage = s;
-    f->bytes = s->data;
+    f->bytes = s->handle;
     f->size = s->nbytes;
     size_t ll = strlen(label);
     f->label = tm__alloc(ll + 1, fn);

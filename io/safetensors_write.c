@@ -178,7 +178,7 @@ static tm_status check_args(const char *fn, const char *path, st_item *items,
         if (!t)
             return tm__errf(TM_EINVAL, fn, "%s: tensors[%d] ('%s') is NULL",
                             path, i, nm);
-        if (tm_device_of(t) != TM_CPU)
+        if (!tm__on_cpu(t))
             return tm__errf(TM_EDEVICE, fn, "%s: tensor '%s' is on %s; move it "
                             "to the CPU first", path, nm,
                             tm_device_name(tm_device_of(t)));

@@ -33,7 +33,7 @@ static tm_tensor *grad_of(const char *fn, tm_tensor *const *params, int i,
                        "gradients are clipped", i, tm_dtype_name(dt));
         return NULL;
     }
-    if (!tm_is_contiguous(g) || tm_device_of(g) != TM_CPU) {
+    if (!tm_is_contiguous(g) || !tm__on_cpu(g)) {
         *st = tm__errf(TM_EINVAL, fn,
                        "gradient %d is not a contiguous CPU tensor", i);
         return NULL;

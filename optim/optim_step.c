@@ -113,7 +113,7 @@ static tm_status check_one(const tm_optim *opt, int i, tm_tensor **gc)
                         "%s", i,
                         tm__fmt_shape(tm_shape(g), tm_ndim(g), a, sizeof a),
                         tm__fmt_shape(tm_shape(p), tm_ndim(p), b, sizeof b));
-    if (tm_device_of(p) != TM_CPU || tm_device_of(g) != TM_CPU)
+    if (!tm__on_cpu(p) || !tm__on_cpu(g))
         return tm__errf(TM_EDEVICE, fn,
                         "parameter %d is not on the CPU", i);
     if (!tm_is_contiguous(p))

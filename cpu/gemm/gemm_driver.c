@@ -212,11 +212,11 @@ static void gm_block(const gm_ctx *x, char *scr, int64_t bi, int64_t m0,
     const tm__gemm_kernel *k = x->k;
     const int64_t es = (int64_t)x->es, mr = k->mr, nr = k->nr;
     char *ap = scr, *bp = scr + x->a_bytes, *tile = bp + x->b_bytes;
-    const char *ab = (const char *)x->a->data +
+    const char *ab = (const char *)tm__ptr(x->a) +
                      gm_batch_offset(x->a, x->nbd, bi) * es;
-    const char *bb = (const char *)x->b->data +
+    const char *bb = (const char *)tm__ptr(x->b) +
                      gm_batch_offset(x->b, x->nbd, bi) * es;
-    char *cb = (char *)x->c->data + gm_batch_offset(x->c, x->nbd, bi) * es;
+    char *cb = (char *)tm__ptr(x->c) + gm_batch_offset(x->c, x->nbd, bi) * es;
 
     for (int64_t ic = m0; ic < m1; ic += k->mc) {
         int64_t mc = m1 - ic < k->mc ? m1 - ic : k->mc;
@@ -346,7 +346,7 @@ tm_status tm__gemm_float(const tm_buf *c, const tm_buf *a, const tm_buf *b,
 
     if (alpha == 0 || x.kd == 0) { /* C = beta * C; A and B are not read */
         for (int64_t bi = 0; bi < batch; bi++) {
-            char *cb = (char *)c->data +
+            char *cb = (char *)tm__ptr(c) +
                        gm_batch_offset(c, x.nbd, bi) * (int64_t)x.es;
             if (x.f64) gm_scale_f64((double *)cb, x.scm, x.scn, x.m, x.n, beta);
             else gm_scale_f32((float *)cb, x.scm, x.scn, x.m, x.n, beta);

@@ -1,22 +1,45 @@
 /*
  * foundry/backend.h — the table a device backend fills in.
  *
- * Op code (tm_add, tm_sum, ...) validates arguments, works out result
- * shapes and dtypes, allocates results and then calls the backend of the
- * tensors' device through this table.  A new backend (CUDA, Metal) plugs in
- * by filling a tm_backend and registering it; no op code changes.
+ * Op code (tm_add, tm_conv2d, an optimizer step, ...) validates arguments,
+ * works out result shapes and dtypes, allocates results and then calls the
+ * backend of the tensors' device through this table.  A new backend (CUDA,
+ * Metal) plugs in by filling a tm_backend and registering it; no op code
+ * changes.  docs/backends.md says what to implement first and how to run
+ * the conformance suite (tests/backend) against it.
  *
- * Kernels see tensors as tm_buf: a data pointer to the first element and
- * shape/strides in elements.  Front ends have already
+ * Devices and contexts.  One table serves every device of its type
+ * (cuda:0, cuda:1, ...).  The core opens a context (tm_ctx) per device at
+ * first use and passes it to every entry: it carries the device, the
+ * backend's own state for it (its stream: an ordered queue of work),
+ * scratch memory and a sticky error status.
+ *
+ * Streams and errors.  An entry may run its work at once (the CPU) or
+ * queue it and return (an asynchronous device).  Either way work runs in
+ * the order it was queued.  An entry returns an error itself only for what
+ * it can tell before running (an op or dtype it lacks, a failed launch);
+ * an error found while the work runs (an index out of range, a kernel that
+ * faulted) is recorded with tm_ctx_fail and reported by the next
+ * synchronization of that device.  After an error the backend may skip the
+ * rest of the queued work: results are undefined until the error has been
+ * reported.  The public calls that synchronize the host are listed in
+ * docs/backends.md ("Host synchronization").
+ *
+ * Buffers.  Kernels see tensors as tm_buf: the storage's backend handle (a
+ * host address on the CPU, a device pointer on CUDA, an MTLBuffer on
+ * Metal), a byte offset to the first element, and shape/strides in
+ * elements.  Front ends have already
  *   - broadcast every operand to the output's shape (stride 0 where
  *     broadcast), so kernels never apply broadcasting rules themselves;
- *   - checked dtypes, dims and shapes.
- * Kernels may still fail (TM_ERANGE for an out-of-range index, TM_ENOMEM,
- * TM_EDEVICE) and then set tm_last_error() themselves.
+ *   - checked dtypes, dims, shapes and parameter values;
+ *   - asked `supports` and converted operands the backend declines to F32
+ *     (or I64 for integers), so a backend may start with F32 kernels.
+ * A buffer with handle NULL is an absent optional operand.
  */
 #ifndef FOUNDRY_BACKEND_H
 #define FOUNDRY_BACKEND_H
 
+#include "nn_functional.h"
 #include "ops.h"
 #include "random.h"
 
@@ -25,65 +48,240 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 3
+#define TM_BACKEND_ABI_VERSION 4
 
-/* A strided view as kernels see it.  `data` points at the first element
- * (host address, or a device address cast to a pointer). */
+/* A strided view as kernels see it. */
 typedef struct tm_buf {
-    void *data;
+    void *handle;  /* the storage's backend handle; NULL: operand absent */
+    size_t offset; /* bytes from the start of the handle's memory to the
+                      first element */
     tm_dtype dtype;
     int ndim;
     int64_t shape[TM_MAX_DIMS];
-    int64_t strides[TM_MAX_DIMS];
+    int64_t strides[TM_MAX_DIMS]; /* in elements */
 } tm_buf;
+
+/* ------------------------------------------------------------- contexts */
+
+typedef struct tm_ctx tm_ctx;
+
+tm_device tm_ctx_device(const tm_ctx *ctx);
+/* The backend's own state for this device, as its `open` stored it. */
+void *tm_ctx_impl(const tm_ctx *ctx);
+void tm_ctx_set_impl(tm_ctx *ctx, void *impl);
+/* Records an error found by work that ran asynchronously: the first since
+ * the last synchronization is kept with its message, later ones are
+ * dropped.  Safe from any thread.  Returns st. */
+tm_status tm_ctx_fail(tm_ctx *ctx, tm_status st, const char *message);
+/* The recorded error (TM_OK when none), without clearing it. */
+tm_status tm_ctx_status(tm_ctx *ctx);
+/* Device memory of at least `bytes` (a handle), owned by the context and
+ * valid until the context's next tm_ctx_scratch call.  For backends whose
+ * stream orders all work: an entry may use it for the work it queues,
+ * since the next entry's work runs after.  NULL (error set) on failure. */
+void *tm_ctx_scratch(tm_ctx *ctx, size_t bytes);
+/* The context of `dev`, opened at first use; NULL (error set) when the
+ * device has no backend or does not open. */
+tm_ctx *tm_device_ctx(tm_device dev);
+
+/* --------------------------------------------------------- entry names
+ * Each compute entry has an id, used by `supports` and in error messages
+ * ("device test:1 has no 'conv' entry"). */
+#define TM_BACKEND_ENTRIES(X)                                                 \
+    X(COPY, copy) X(FILL, fill) X(SEQUENCE, sequence) X(UNARY, unary)         \
+    X(BINARY, binary) X(WHERE, where) X(REDUCE, reduce)                       \
+    X(ARG_REDUCE, arg_reduce) X(CUMSUM, cumsum) X(GEMM, gemm)                 \
+    X(GATHER, gather) X(SCATTER, scatter) X(INDEX_SELECT, index_select)       \
+    X(SORT, sort) X(SOFTMAX, softmax) X(NORM_ROWS, norm_rows)                 \
+    X(NORM_ROWS_BACKWARD, norm_rows_backward) X(RANDOM, random)               \
+    X(CONV, conv) X(CONV_BACKWARD, conv_backward) X(POOL, pool)               \
+    X(POOL_BACKWARD, pool_backward) X(LOSS, loss)                             \
+    X(LOSS_BACKWARD, loss_backward)                                           \
+    X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
+    X(GRAD_NORM, grad_norm)
+
+typedef enum tm_entry {
+#define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
+    TM_BACKEND_ENTRIES(TM__ENTRY_ENUM)
+#undef TM__ENTRY_ENUM
+    TM_ENTRY_COUNT
+} tm_entry;
+
+/* "copy", "conv", ... ("invalid" otherwise). */
+const char *tm_entry_name(tm_entry e);
+
+/* --------------------------------------------------- entry parameters */
+
+/* arange / linspace / eye / the tril-triu keep-mask, for `sequence`. */
+typedef enum tm_seq_kind {
+    TM_SEQ_ARANGE,   /* dst (1-D) [i] = a + i * b, in double, rounded once */
+    TM_SEQ_LINSPACE, /* dst (1-D, n > 1) [i] = a + i * (b - a) / (n - 1),
+                        exactly b at i = n - 1 */
+    TM_SEQ_EYE,      /* dst (2-D) = 1 on the diagonal, 0 elsewhere */
+    TM_SEQ_TRIL,     /* dst (2-D BOOL) [i, j] = j - i <= k */
+    TM_SEQ_TRIU      /* dst (2-D BOOL) [i, j] = j - i >= k */
+} tm_seq_kind;
+
+/* One 2-D convolution (1-D is H = KH = 1).  x is (N, C, H, W), weight
+ * (OC, C/G, KH, KW), bias (OC), y (N, OC, OH, OW); output (oy, ox) reads
+ * x[.., oy*SH - PH + i*DH, ox*SW - PW + j*DW] (0 outside x). */
+typedef struct tm_conv_geom {
+    int64_t n, c, h, w;
+    int64_t oc, kh, kw;
+    int64_t oh, ow;
+    int64_t sh, sw, ph, pw, dh, dw; /* stride, padding, dilation */
+    int64_t g;                      /* groups */
+} tm_conv_geom;
+
+/* One 2-D pooling: x is (P, H, W) with P = N*C planes, y (P, OH, OW);
+ * window KH x KW at stride (SH, SW) over x padded by (PH, PW), clipped to
+ * x.  Average pooling divides by KH*KW (include_pad) or by the clipped
+ * window's size. */
+typedef struct tm_pool_geom {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw;
+    bool include_pad;
+} tm_pool_geom;
+
+typedef enum tm_loss_kind {
+    TM_LOSS_CE_INDEX, /* cross entropy, target = class indices (M) */
+    TM_LOSS_CE_PROB,  /* cross entropy, target = probabilities (M, C) */
+    TM_LOSS_NLL       /* nll_loss: x holds log-probabilities */
+} tm_loss_kind;
+
+typedef struct tm_loss_params {
+    tm_loss_kind kind;
+    tm_reduction reduction;
+    int64_t ignore_index; /* index kinds: rows with this target are
+                             skipped (count toward nothing) */
+    double label_smoothing;
+} tm_loss_params;
+
+/* Everything one optimizer update needs, decided by the front end per
+ * parameter and step.  Doubles are cast to the element type inside the
+ * kernel, exactly where PyTorch casts its Python-float scalars. */
+typedef enum tm_update_kind {
+    TM_UPDATE_SGD,     /* s0 momentum_buffer */
+    TM_UPDATE_ADAM,    /* s0 exp_avg, s1 exp_avg_sq, s2 max_exp_avg_sq
+                          (AdamW too: `decoupled`) */
+    TM_UPDATE_RMSPROP, /* s0 square_avg, s1 grad_avg, s2 momentum_buffer */
+    TM_UPDATE_ADAGRAD  /* s0 sum */
+} tm_update_kind;
+
+typedef struct tm_optim_update {
+    tm_update_kind kind;
+    bool maximize;
+    bool decay;     /* weight_decay != 0 and the parameter may decay */
+    bool decoupled; /* AdamW: p *= decay_mul instead of g += wd p */
+    bool momentum;  /* SGD / RMSprop keep a momentum buffer */
+    bool first;     /* SGD: the buffer is created from this grad */
+    bool nesterov;
+    bool amsgrad;
+    bool centered;
+    double wd;
+    double decay_mul; /* 1 - lr * wd */
+    double neg_lr;    /* -lr (SGD, RMSprop) */
+    double mom;
+    double damp1;     /* 1 - dampening */
+    double w1;        /* 1 - beta1 (lerp weight) */
+    double beta2, c2; /* beta2, 1 - beta2 */
+    double bc2_sqrt;  /* (1 - beta2^step)^0.5 */
+    double neg_step;  /* -(lr / (1 - beta1^step)) for Adam, -clr Adagrad */
+    double eps;
+    double alpha, ca; /* RMSprop alpha, 1 - alpha */
+} tm_optim_update;
+
+/* The norm of `grad_norm`: (sum |x|^p)^(1/p) over every element of every
+ * buffer; TM_NORM_INF is max |x| (a NaN wins). */
+typedef enum tm_norm_kind { TM_NORM_P, TM_NORM_L2, TM_NORM_L1, TM_NORM_INF }
+    tm_norm_kind;
+
+/* ---------------------------------------------------------------- table */
 
 typedef struct tm_backend {
     uint32_t abi_version; /* TM_BACKEND_ABI_VERSION: checked at registration */
     uint32_t size;        /* sizeof(tm_backend) as compiled by the backend */
-    const char *name;     /* "cpu", "cuda", ... */
-    tm_device device;
+    const char *name;     /* the device type's name: "cpu", "cuda", ... */
+    tm_device_type type;
 
-    /* Memory: alloc returns NULL (with an error set) on failure. */
-    void *(*alloc)(size_t bytes);
-    void (*free)(void *ptr);
-    /* Byte copies between host and device memory, and within the device. */
-    tm_status (*to_device)(void *dst, const void *src_host, size_t bytes);
-    tm_status (*to_host)(void *dst_host, const void *src, size_t bytes);
+    /* ---- devices and streams (any may be NULL: see each) ---- */
+
+    /* How many devices of this type there are (NULL: one). */
+    int (*device_count)(void);
+    /* Opens device tm_ctx_device(ctx).index: creates its stream and stores
+     * its state with tm_ctx_set_impl (NULL: nothing to open). */
+    tm_status (*open)(tm_ctx *ctx);
+    /* Waits for the stream, then releases what `open` made. */
+    void (*close)(tm_ctx *ctx);
+    /* Waits until all work queued on the stream has run; errors that work
+     * found have gone to tm_ctx_fail (NULL: the backend is synchronous). */
+    void (*synchronize)(tm_ctx *ctx);
+    /* Whether `entry` (with `op`: a tm_unary_op / tm_binary_op /
+     * tm_reduce_op / tm_seq_kind / tm_loss_kind / tm_update_kind, else 0)
+     * runs on buffers of dtypes[0..n) — the entry's tm_buf parameters in
+     * order, absent ones skipped.  NULL: every entry that is not NULL runs
+     * every dtype the CPU runs.  `copy` must run every pair of dtypes. */
+    bool (*supports)(tm_ctx *ctx, tm_entry entry, int op,
+                     const tm_dtype *dtypes, int n);
+
+    /* ---- memory ---- */
+
+    /* A handle to `bytes` of device memory, NULL (error set) on failure.
+     * Foundry's caching allocator sits in front: the backend sees whole
+     * size-class blocks, and each block once until the cache lets go. */
+    void *(*alloc)(tm_ctx *ctx, size_t bytes);
+    /* Releases a block after the work queued before this call is done
+     * with it (stream-ordered). */
+    void (*free)(tm_ctx *ctx, void *handle);
+    /* Byte copies between host memory and the device.  to_device runs
+     * after the work already queued (it may overwrite memory that work
+     * reads) and has finished with src when it returns.  to_host waits
+     * for the queued work first.  Neither reports errors of other work. */
+    tm_status (*to_device)(tm_ctx *ctx, void *dst, size_t dst_offset,
+                           const void *src_host, size_t bytes);
+    tm_status (*to_host)(tm_ctx *ctx, void *dst_host, const void *src,
+                         size_t src_offset, size_t bytes);
+
+    /* ---- compute (NULL: the device lacks it; front ends report so) ---- */
 
     /* dst = src, same shape, converting dtype.  Overlap is handled by the
      * front end (it copies through a temporary). */
-    tm_status (*copy)(const tm_buf *dst, const tm_buf *src);
+    tm_status (*copy)(tm_ctx *ctx, const tm_buf *dst, const tm_buf *src);
     /* Every element of dst = value (converted to dst's dtype). */
-    tm_status (*fill)(const tm_buf *dst, double value);
+    tm_status (*fill)(tm_ctx *ctx, const tm_buf *dst, double value);
+    /* dst (contiguous) = one of the tm_seq_kind patterns. */
+    tm_status (*sequence)(tm_ctx *ctx, const tm_buf *dst, tm_seq_kind kind,
+                          double a, double b, int64_t k);
 
     /* out = op(in, p0, p1).  in's dtype is the compute input; out's dtype
      * may differ (BOOL for predicates, a narrower float to round into). */
-    tm_status (*unary)(tm_unary_op op, const tm_buf *out, const tm_buf *in,
-                       double p0, double p1);
+    tm_status (*unary)(tm_ctx *ctx, tm_unary_op op, const tm_buf *out,
+                       const tm_buf *in, double p0, double p1);
     /* out = a op b, all the same shape.  a and b may have any dtypes; they
      * are converted to the compute type of their promoted dtype (F64 for
      * F64; F32 for F32/F16/BF16 and for div of integers; I64 for integers
      * and bool) and the result is converted to out's dtype.  Integer
      * floor_divide/remainder by zero and integer pow with a negative
      * exponent fail with TM_EINVAL (out may then be partly written). */
-    tm_status (*binary)(tm_binary_op op, const tm_buf *out, const tm_buf *a,
-                        const tm_buf *b);
+    tm_status (*binary)(tm_ctx *ctx, tm_binary_op op, const tm_buf *out,
+                        const tm_buf *a, const tm_buf *b);
     /* out = cond != 0 ? a : b, all the same shape; cond is any dtype; a
      * and b are any dtypes, converted to out's. */
-    tm_status (*where)(const tm_buf *out, const tm_buf *cond, const tm_buf *a,
-                       const tm_buf *b);
+    tm_status (*where)(tm_ctx *ctx, const tm_buf *out, const tm_buf *cond,
+                       const tm_buf *a, const tm_buf *b);
 
     /* Reduces the last `nred` dims of `in` (the front end permutes the
      * reduced dims to the end); out has in's leading ndim - nred dims.
      * `p` is the op's parameter (correction for var/std, order for norm). */
-    tm_status (*reduce)(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
-                        int nred, double p);
+    tm_status (*reduce)(tm_ctx *ctx, tm_reduce_op op, const tm_buf *out,
+                        const tm_buf *in, int nred, double p);
     /* Index (I64) of the max (is_max) or min along the last dim of `in`;
-     * `values` (may be NULL) receives the value. out has ndim - 1 dims. */
-    tm_status (*arg_reduce)(bool is_max, const tm_buf *indices,
+     * `values` (may be absent) receives the value. out has ndim - 1 dims. */
+    tm_status (*arg_reduce)(tm_ctx *ctx, bool is_max, const tm_buf *indices,
                             const tm_buf *values, const tm_buf *in);
     /* Running sum along `dim`; out and in have the same shape. */
-    tm_status (*cumsum)(const tm_buf *out, const tm_buf *in, int dim);
+    tm_status (*cumsum)(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
+                        int dim);
 
     /* c[..., m, n] = alpha * sum_k a[..., m, k] * b[..., k, n]
      *                + beta * c[..., m, n]
@@ -91,55 +289,118 @@ typedef struct tm_backend {
      * batch dims have stride 0).  a and b may have any strides, so op(A) =
      * A^T is a transposed view, never a copy.  a, b, c share one dtype.
      * beta == 0 ignores c's old contents (NaN included), as BLAS does. */
-    tm_status (*gemm)(const tm_buf *c, const tm_buf *a, const tm_buf *b,
-                      double alpha, double beta);
+    tm_status (*gemm)(tm_ctx *ctx, const tm_buf *c, const tm_buf *a,
+                      const tm_buf *b, double alpha, double beta);
 
     /* out = in gathered along `dim` by `index` (I64/I32, index's shape ==
-     * out's shape).  Range-checks every index. */
-    tm_status (*gather)(const tm_buf *out, const tm_buf *in, int dim,
-                        const tm_buf *index);
+     * out's shape).  Range-checks every index (TM_ERANGE). */
+    tm_status (*gather)(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
+                        int dim, const tm_buf *index);
     /* dst[index along dim] = src (or += when `add`), in row-major order of
      * `index`; src has index's shape (may be broadcast from a scalar). */
-    tm_status (*scatter)(const tm_buf *dst, int dim, const tm_buf *index,
-                         const tm_buf *src, bool add);
-    /* out = in picked along `dim` by a 1-D `index`. */
-    tm_status (*index_select)(const tm_buf *out, const tm_buf *in, int dim,
+    tm_status (*scatter)(tm_ctx *ctx, const tm_buf *dst, int dim,
+                         const tm_buf *index, const tm_buf *src, bool add);
+    /* out = in picked along `dim` by a 1-D `index` (range-checked). */
+    tm_status (*index_select)(tm_ctx *ctx, const tm_buf *out,
+                              const tm_buf *in, int dim,
                               const tm_buf *index);
-    /* Stable sort along the last dim; values and/or indices (I64) may have
-     * data == NULL when not wanted. */
-    tm_status (*sort)(const tm_buf *values, const tm_buf *indices,
-                      const tm_buf *in, bool descending);
+    /* Stable sort along the last dim; values and/or indices (I64) may be
+     * absent when not wanted. */
+    tm_status (*sort)(tm_ctx *ctx, const tm_buf *values,
+                      const tm_buf *indices, const tm_buf *in,
+                      bool descending);
 
     /* Row ops over the last dim of same-shaped out and in (float dtypes):
      * softmax (log_softmax when `log`), and layer_norm / rms_norm with an
-     * optional per-column weight and bias (tm_buf with data == NULL when
-     * absent; 1-D, length = the last dim). */
-    tm_status (*softmax)(const tm_buf *out, const tm_buf *in, bool log);
-    tm_status (*norm_rows)(const tm_buf *out, const tm_buf *in,
+     * optional per-column weight and bias (1-D, length = the last dim). */
+    tm_status (*softmax)(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
+                         bool log);
+    tm_status (*norm_rows)(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
                            const tm_buf *weight, const tm_buf *bias,
                            double eps, bool rms);
     /* Gradients of norm_rows in one fused pass per row: dx, and dw / db
      * summed over the rows (deterministic for a thread count); any of the
-     * three may have data == NULL when not wanted, as may weight.  All
-     * buffers contiguous with one float dtype (F32 or F64); rows are the
-     * last dim of x, g and dx. */
-    tm_status (*norm_rows_backward)(const tm_buf *dx, const tm_buf *dw,
-                                    const tm_buf *db, const tm_buf *g,
-                                    const tm_buf *x, const tm_buf *weight,
-                                    double eps, bool rms);
+     * three may be absent, as may weight.  All buffers contiguous with one
+     * float dtype (F32 or F64); rows are the last dim of x, g and dx. */
+    tm_status (*norm_rows_backward)(tm_ctx *ctx, const tm_buf *dx,
+                                    const tm_buf *dw, const tm_buf *db,
+                                    const tm_buf *g, const tm_buf *x,
+                                    const tm_buf *weight, double eps,
+                                    bool rms);
 
-    /* Fills dst (contiguous) from the Philox stream (see random.h):
+    /* Fills dst (contiguous) from the Philox stream of `rng` (random.h):
      * kind 0 uniform [p0, p1), 1 normal (mean p0, std p1), 2 integers in
-     * [p0, p1).  Advances *rng as random.h documents. */
-    tm_status (*random)(const tm_buf *dst, int kind, double p0, double p1,
-                        tm_rng *rng);
+     * [p0, p1).  The front end advances the caller's generator by the
+     * blocks random.h documents, so `rng` is passed by value. */
+    tm_status (*random)(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,
+                        double p1, tm_rng rng);
+
+    /* ---- neural-network kernels (F32 or F64, all buffers contiguous) ---- */
+
+    /* y = conv(x, weight) + bias (bias may be absent). */
+    tm_status (*conv)(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
+                      const tm_buf *weight, const tm_buf *bias,
+                      const tm_conv_geom *q);
+    /* Gradients of conv from g (the shape of y): dx, dweight, dbias, each
+     * absent when not wanted; each present one is overwritten. */
+    tm_status (*conv_backward)(tm_ctx *ctx, const tm_buf *dx,
+                               const tm_buf *dweight, const tm_buf *dbias,
+                               const tm_buf *g, const tm_buf *x,
+                               const tm_buf *weight, const tm_conv_geom *q);
+    /* Max pooling (is_max; argmax I64 (P, OH, OW) = the flat index
+     * yy*W + xx of the max within its plane, the last NaN winning) or
+     * average pooling (argmax absent). */
+    tm_status (*pool)(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
+                      const tm_buf *x, const tm_pool_geom *q, bool is_max);
+    /* dx (overwritten) from g (the shape of y): max pooling adds g at
+     * argmax in order; average pooling spreads g over each window. */
+    tm_status (*pool_backward)(tm_ctx *ctx, const tm_buf *dx,
+                               const tm_buf *g, const tm_buf *argmax,
+                               const tm_pool_geom *q, bool is_max);
+    /* Cross entropy / nll_loss over the rows of x (M, C).  target is
+     * I64 (M) class indices or (M, C) probabilities (prob kind).  out is
+     * x's dtype: (M) for TM_REDUCTION_NONE, else 0-d (the sum in row
+     * order, divided by the rows not ignored for MEAN).  lse (F64 (M),
+     * absent for nll) receives each row's log-sum-exp for the backward.
+     * A class index outside [0, C) that is not ignore_index: TM_ERANGE. */
+    tm_status (*loss)(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
+                      const tm_buf *x, const tm_buf *target,
+                      const tm_loss_params *p);
+    /* Gradients of loss from g (F64: (M) for NONE, else 0-d): gx (M, C)
+     * and, for the prob kind, gtarget (M, C); either may be absent. */
+    tm_status (*loss_backward)(tm_ctx *ctx, const tm_buf *gx,
+                               const tm_buf *gtarget, const tm_buf *g,
+                               const tm_buf *x, const tm_buf *target,
+                               const tm_buf *lse, const tm_loss_params *p);
+    /* dweight (V, D) (overwritten) = for each k, in order, g[k, :] added
+     * to row index[k] (index I64 (K) in [0, V), range-checked). */
+    tm_status (*embedding_backward)(tm_ctx *ctx, const tm_buf *dweight,
+                                    const tm_buf *g, const tm_buf *index);
+
+    /* ---- optimizers ---- */
+
+    /* One fused update of parameter p from gradient g and the kept states
+     * s0..s2 (absent where u's configuration keeps none); all one dtype. */
+    tm_status (*optim_step)(tm_ctx *ctx, const tm_optim_update *u,
+                            const tm_buf *p, const tm_buf *g,
+                            const tm_buf *s0, const tm_buf *s1,
+                            const tm_buf *s2);
+    /* out (F64, 0-d) = the `kind` norm (order p for TM_NORM_P) of all the
+     * elements of bufs[0..n) together, summed in an order fixed by their
+     * sizes only (the same for any thread count). */
+    tm_status (*grad_norm)(tm_ctx *ctx, const tm_buf *out,
+                           const tm_buf *bufs, int n, tm_norm_kind kind,
+                           double p);
 } tm_backend;
 
-/* Registers a backend for its device (replacing any earlier one).  Checks
- * abi_version and size; TM_EINVAL if they do not match. */
+/* Registers the backend of a device type.  Checks abi_version and size
+ * (TM_EINVAL when they do not match).  Registering the table already
+ * registered is a no-op; replacing a type's backend while any of its
+ * devices is open is TM_ESTATE. */
 tm_status tm_backend_register(const tm_backend *b);
-/* The backend of `dev`, or NULL (with an error set) if none is loaded. */
-const tm_backend *tm_backend_get(tm_device dev);
+/* The backend of a device type, or NULL (with an error set) if none is
+ * loaded. */
+const tm_backend *tm_backend_get(tm_device_type type);
 
 #ifdef __cplusplus
 }

@@ -67,16 +67,61 @@ bool tm_dtype_is_valid(tm_dtype dt);    /* one of the dense dtypes */
  * bool < integers < floats; u8 with i8 gives i16; f16 with bf16 gives f32. */
 tm_dtype tm_promote_types(tm_dtype a, tm_dtype b);
 
-typedef enum tm_device {
-    TM_CPU = 0,
-    TM_CUDA = 1,
-    TM_METAL = 2
+/* A device is a type plus an index: cpu, cuda:0, cuda:1, metal:0.  The
+ * CPU has index 0 only.  TM_DEVICE_TEST is reserved for the conformance
+ * tests' device (tests/backend); the library has no backend for it. */
+typedef enum tm_device_type {
+    TM_DEVICE_CPU = 0,
+    TM_DEVICE_CUDA = 1,
+    TM_DEVICE_METAL = 2,
+    TM_DEVICE_TEST = 3
+} tm_device_type;
+#define TM_DEVICE_TYPES 4
+/* Devices of one type have indices 0 .. TM_MAX_DEVICE_INDEX - 1. */
+#define TM_MAX_DEVICE_INDEX 16
+
+typedef struct tm_device {
+    tm_device_type type;
+    int index;
 } tm_device;
 
+#define TM_DEVICE(type, index) ((tm_device){(type), (index)})
+#define TM_CPU TM_DEVICE(TM_DEVICE_CPU, 0)
+
+static inline bool tm_device_eq(tm_device a, tm_device b)
+{
+    return a.type == b.type && a.index == b.index;
+}
+
+/* "cpu", "cuda", "metal", "test"; "invalid" for anything else. */
+const char *tm_device_type_name(tm_device_type type);
+/* "cpu", "cuda:1", ...: a string owned by the library that stays valid
+ * for the life of the process ("invalid" for an invalid device). */
 const char *tm_device_name(tm_device dev);
-/* True when the device's backend is loaded and usable.  When false,
- * tm_last_error() says why. */
+/* Parses "cpu", "cuda", "cuda:1", "metal:0" (a type without an index is
+ * index 0).  TM_EINVAL naming the string when it is not a device. */
+tm_status tm_device_parse(const char *s, tm_device *out);
+/* How many devices of `type` this process can use (0 when its backend is
+ * not loaded). */
+int tm_device_count(tm_device_type type);
+/* True when the device's backend is loaded and the device opens.  When
+ * false, tm_last_error() says why. */
 bool tm_device_available(tm_device dev);
+/* Waits until every piece of work queued on `dev` has finished, then
+ * reports the first error that work hit since the last synchronization
+ * (and clears it).  The CPU runs work as it is called: always TM_OK. */
+tm_status tm_synchronize(tm_device dev);
+
+/* Memory of one device as Foundry's caching allocator sees it (the
+ * counters of base.h's tm_mem_stats; for the CPU, the host allocator's).
+ * Blocks freed on an accelerator stay cached by device and size class for
+ * reuse, up to a limit (default 1 GiB); when the backend runs out, the
+ * cache is emptied and the allocation retried once. */
+tm_status tm_device_memory_stats(tm_device dev, tm_mem_stats *out);
+/* Returns every cached block of `dev` to its backend. */
+tm_status tm_device_empty_cache(tm_device dev);
+/* Caps the bytes `dev` keeps cached; blocks beyond it go back at once. */
+tm_status tm_device_set_cache_limit(tm_device dev, size_t bytes);
 
 typedef struct tm_tensor tm_tensor;
 typedef struct tm_storage tm_storage;
@@ -105,7 +150,9 @@ size_t tm_nbytes(const tm_tensor *t);
 int64_t tm_offset(const tm_tensor *t);
 tm_dtype tm_dtype_of(const tm_tensor *t);
 tm_device tm_device_of(const tm_tensor *t);
-/* Address of the first element (CPU tensors).  Borrowed. */
+/* Address of the first element of a CPU tensor.  Borrowed.  NULL (with
+ * TM_EDEVICE set) for a tensor on another device: its memory is not host
+ * memory — copy it with tm_to(t, TM_CPU) or tm_copy_to_buffer. */
 void *tm_data(const tm_tensor *t);
 /* True when the elements are laid out row-major without gaps. */
 bool tm_is_contiguous(const tm_tensor *t);
@@ -165,7 +212,12 @@ tm_tensor *tm_ones(const int64_t *shape, int ndim, tm_dtype dt);
 tm_tensor *tm_full(const int64_t *shape, int ndim, double value, tm_dtype dt);
 /* A 0-d tensor holding `value`. */
 tm_tensor *tm_scalar(double value, tm_dtype dt);
-/* Same shape and dtype as `t`, contiguous. */
+/* tm_empty / tm_full on device `dev` (created there: no host copy). */
+tm_tensor *tm_empty_on(const int64_t *shape, int ndim, tm_dtype dt,
+                       tm_device dev);
+tm_tensor *tm_full_on(const int64_t *shape, int ndim, double value,
+                      tm_dtype dt, tm_device dev);
+/* Same shape, dtype and device as `t`, contiguous. */
 tm_tensor *tm_empty_like(const tm_tensor *t);
 tm_tensor *tm_zeros_like(const tm_tensor *t);
 tm_tensor *tm_ones_like(const tm_tensor *t);

@@ -227,7 +227,7 @@ tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
                "needed", tm_dtype_name(x->dtype));
         return NULL;
     }
-    if (tm_device_of(x) != TM_CPU) {
+    if (!tm__on_cpu(x)) {
         TM_ERR(TM_EUNSUPPORTED, "device %s is not supported yet (CPU only)",
                tm_device_name(tm_device_of(x)));
         return NULL;

@@ -42,7 +42,7 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
         return NULL;
     const tm_tensor *both[2] = {weight, indices};
     if (tm__check_same_device(fn, both, 2)) return NULL;
-    if (tm_device_of(weight) != TM_CPU) {
+    if (!tm__on_cpu(weight)) {
         tm__errf(TM_EUNSUPPORTED, fn, "only CPU tensors are supported");
         return NULL;
     }

@@ -194,7 +194,7 @@ static tm_tensor *loss_front(const char *fn, bool nll, const tm_tensor *x,
         return NULL;
     const tm_tensor *both[2] = {x, target};
     if (tm__check_same_device(fn, both, 2)) return NULL;
-    if (tm_device_of(x) != TM_CPU) {
+    if (!tm__on_cpu(x)) {
         tm__errf(TM_EUNSUPPORTED, fn, "only CPU tensors are supported");
         return NULL;
     }

@@ -118,7 +118,7 @@ static tm_tensor *pl_pool(const char *fn, const tm_tensor *x,
                  "is needed", tm_dtype_name(x->dtype));
         return NULL;
     }
-    if (tm_device_of(x) != TM_CPU) {
+    if (!tm__on_cpu(x)) {
         tm__errf(TM_EUNSUPPORTED, fn, "device %s is not supported yet (CPU "
                  "only)", tm_device_name(tm_device_of(x)));
         return NULL;

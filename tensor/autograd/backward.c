@@ -110,11 +110,7 @@ tm_tensor *tm__sc_as(const tm_tensor *t, tm_dtype dt)
 tm_tensor *tm__grad_zeros(const int64_t *shape, int ndim, tm_dtype dt,
                           const tm_tensor *like)
 {
-    tm_tensor *z = tm_zeros(shape, ndim, dt);
-    if (!z || tm_device_of(like) == TM_CPU) return z;
-    tm_tensor *d = tm_to(z, tm_device_of(like));
-    tm_free(z);
-    return d;
+    return tm_full_on(shape, ndim, 0.0, dt, tm_device_of(like));
 }
 
 tm_tensor *tm__grad_place(const tm_tensor *g, const int64_t *shape, int ndim,

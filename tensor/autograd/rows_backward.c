@@ -78,18 +78,14 @@ static tm_status norm_backward_fused(tm__node *n, const tm_tensor *g,
             goto done;
         }
     }
-    const tm_backend *be = tm__backend(x, n->name);
-    if (!be) {
-        st = tm_last_status();
-        goto done;
-    }
+    tm_ctx *cx = tm__ctx(x);
     tm_buf none = {0};
     tm_buf bx = tm__buf(x), bg = tm__buf(gc), bw = w ? tm__buf(w) : none;
     tm_buf bo[3];
     for (int i = 0; i < 3; i++) bo[i] = out[i] ? tm__buf(out[i]) : none;
-    st = be->norm_rows_backward(&bo[0], &bo[1], &bo[2], &bg, &bx, &bw,
-                                TM__AG_ARGS(n, norm_args)->eps,
-                                TM__AG_ARGS(n, norm_args)->rms);
+    st = TM__CALL(n->name, cx, norm_rows_backward, &bo[0], &bo[1], &bo[2],
+                  &bg, &bx, &bw, TM__AG_ARGS(n, norm_args)->eps,
+                  TM__AG_ARGS(n, norm_args)->rms);
 done:
     for (int i = 0; i < 3; i++) {
         if (st) tm_free(out[i]);

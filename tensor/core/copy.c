@@ -7,11 +7,9 @@
 static tm_status tm__copy_into(const char *fn, tm_tensor *dst,
                                const tm_tensor *src)
 {
-    const tm_backend *be = tm__backend(dst, fn);
-    if (!be) return tm_last_status();
     tm_buf d = tm__buf(dst);
     tm_buf s = tm__buf_bcast(src, dst->shape, dst->ndim);
-    return be->copy(&d, &s);
+    return TM__CALL(fn, tm__ctx(dst), copy, &d, &s);
 }
 
 /* A contiguous copy of t as dt, recorded as `name` (its backward converts
@@ -47,29 +45,41 @@ tm_tensor *tm_clone(const tm_tensor *t)
     return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
 }
 
+/* Bytes of the contiguous tensor c to the contiguous tensor o on another
+ * device, through the host when neither is the CPU.  Copies to the host
+ * synchronize c's device and report its pending error. */
+static tm_status tm__transfer(const char *fn, tm_tensor *o,
+                              const tm_tensor *c)
+{
+    tm_ctx *from = tm__ctx(c), *to = tm__ctx(o);
+    size_t n = tm_nbytes(c);
+    tm_buf bo = tm__buf(o), bc = tm__buf(c);
+    if (tm__on_cpu(c))
+        return to->backend->to_device(to, bo.handle, bo.offset,
+                                      (char *)bc.handle + bc.offset, n);
+    if (tm__sync(fn, from)) return tm_last_status();
+    if (tm__on_cpu(o))
+        return from->backend->to_host(from, (char *)bo.handle + bo.offset,
+                                      bc.handle, bc.offset, n);
+    void *tmp = tm__alloc(n, fn);
+    if (!tmp) return tm_last_status();
+    tm_status st = from->backend->to_host(from, tmp, bc.handle, bc.offset, n);
+    if (!st) st = to->backend->to_device(to, bo.handle, bo.offset, tmp, n);
+    tm__dealloc(tmp);
+    return st;
+}
+
 tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     tm_device from = t->storage->device;
-    if (from == dev) return tm_retain((tm_tensor *)t);
-    const tm_backend *bs = tm_backend_get(from), *bd = tm_backend_get(dev);
-    if (!bs || !bd) return NULL;
+    if (tm_device_eq(from, dev)) return tm_retain((tm_tensor *)t);
     bool prev = tm_no_grad_begin(); /* the copy is part of this node */
     tm_tensor *c = tm_contiguous(t);
     tm_no_grad_end(prev);
     if (!c) return NULL;
     tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype, dev);
-    if (!o) {
-        tm_free(c);
-        return NULL;
-    }
-    size_t n = tm_nbytes(c);
-    tm_status st;
-    if (from == TM_CPU) st = bd->to_device(tm_data(o), tm_data(c), n);
-    else if (dev == TM_CPU) st = bs->to_host(tm_data(o), tm_data(c), n);
-    else
-        st = TM_ERR(TM_EUNSUPPORTED, "copy from %s to %s: go through the CPU",
-                    tm_device_name(from), tm_device_name(dev));
+    tm_status st = o ? tm__transfer(__func__, o, c) : tm_last_status();
     tm_free(c);
     if (st) {
         tm_free(o);
@@ -115,10 +125,8 @@ tm_status tm_fill_(tm_tensor *dst, double value)
     if (tm__check_tensor(__func__, dst, "dst") ||
         tm__check_writable(__func__, dst))
         return tm_last_status();
-    const tm_backend *be = tm__backend(dst, __func__);
-    if (!be) return tm_last_status();
     tm_buf d = tm__buf(dst);
-    tm_status st = be->fill(&d, value);
+    tm_status st = TM__CALL(__func__, tm__ctx(dst), fill, &d, value);
     if (!st) tm__bump_version(dst);
     return st;
 }
@@ -145,15 +153,11 @@ tm_status tm_copy_to_buffer(const tm_tensor *t, void *dst, size_t size,
     return st;
 }
 
-/* Address of element idx of a CPU tensor, after range checks. */
-static char *tm__elem(const char *fn, const tm_tensor *t, const int64_t *idx)
+/* A 0-d view of element idx of t, after range checks. */
+static tm_tensor *tm__elem(const char *fn, const tm_tensor *t,
+                           const int64_t *idx)
 {
     if (tm__check_tensor(fn, t, "tensor")) return NULL;
-    if (t->storage->device != TM_CPU) {
-        tm__errf(TM_EDEVICE, fn, "tensor is on %s; copy it to the CPU first",
-                 tm_device_name(t->storage->device));
-        return NULL;
-    }
     if (t->ndim > 0 && !idx) {
         tm__errf(TM_EINVAL, fn, "idx is NULL");
         return NULL;
@@ -170,26 +174,31 @@ static char *tm__elem(const char *fn, const tm_tensor *t, const int64_t *idx)
         if (k < 0) k += t->shape[i];
         off += k * t->strides[i];
     }
-    return (char *)t->storage->data + off * (int64_t)tm_dtype_size(t->dtype);
+    return tm__view_of(fn, t, NULL, NULL, 0, off);
 }
 
 tm_status tm_get(const tm_tensor *t, const int64_t *idx, double *out)
 {
-    char *p = tm__elem(__func__, t, idx);
-    if (!p) return tm_last_status();
     if (!out) return TM_ERR(TM_EINVAL, "out is NULL");
-    *out = tm__load_f64(p, t->dtype);
-    return TM_OK;
+    tm_tensor *e = tm__elem(__func__, t, idx);
+    if (!e) return tm_last_status();
+    tm_status st = tm_copy_to_buffer(e, out, sizeof *out, TM_F64);
+    tm_free(e);
+    return st;
 }
 
 tm_status tm_set(tm_tensor *t, const int64_t *idx, double value)
 {
-    char *p = tm__elem(__func__, t, idx);
-    if (!p) return tm_last_status();
-    if (tm__check_writable(__func__, t)) return tm_last_status();
-    tm__store_f64(p, t->dtype, value);
-    tm__bump_version(t);
-    return TM_OK;
+    if (tm__check_tensor(__func__, t, "tensor") ||
+        tm__check_writable(__func__, t))
+        return tm_last_status();
+    tm_tensor *e = tm__elem(__func__, t, idx);
+    if (!e) return tm_last_status();
+    tm_buf d = tm__buf(e);
+    tm_status st = TM__CALL(__func__, tm__ctx(e), fill, &d, value);
+    tm_free(e);
+    if (!st) tm__bump_version(t);
+    return st;
 }
 
 /* The single element of t, copied to the CPU as `dt` into out. */

@@ -1,6 +1,5 @@
 /* create.c — tensors from nothing, from values and from caller memory. */
 #include "tensor_impl.h"
-#include "../../cpu/cpu_fill.h"
 
 #include <math.h>
 #include <string.h>
@@ -10,13 +9,19 @@ tm_tensor *tm_empty(const int64_t *shape, int ndim, tm_dtype dt)
     return tm__tensor_new(__func__, shape, ndim, dt, TM_CPU);
 }
 
-static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
-                           double value, tm_dtype dt)
+tm_tensor *tm_empty_on(const int64_t *shape, int ndim, tm_dtype dt,
+                       tm_device dev)
 {
-    tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, TM_CPU);
+    return tm__tensor_new(__func__, shape, ndim, dt, dev);
+}
+
+static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
+                           double value, tm_dtype dt, tm_device dev)
+{
+    tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, dev);
     if (!t) return NULL;
     tm_buf b = tm__buf(t);
-    if (tm__cpu_backend.fill(&b, value)) {
+    if (TM__CALL(fn, tm__ctx(t), fill, &b, value)) {
         tm_free(t);
         return NULL;
     }
@@ -26,35 +31,33 @@ static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
 tm_tensor *tm__scalar_on(const char *fn, double v, tm_dtype dt,
                          tm_device dev)
 {
-    tm_tensor *s = tm__tensor_new(fn, NULL, 0, dt, dev);
-    if (!s) return NULL;
-    const tm_backend *be = tm__backend(s, fn);
-    tm_buf b = tm__buf(s);
-    if (!be || be->fill(&b, v)) {
-        tm_free(s);
-        return NULL;
-    }
-    return s;
+    return tm__full(fn, NULL, 0, v, dt, dev);
 }
 
 tm_tensor *tm_zeros(const int64_t *shape, int ndim, tm_dtype dt)
 {
-    return tm__full(__func__, shape, ndim, 0.0, dt);
+    return tm__full(__func__, shape, ndim, 0.0, dt, TM_CPU);
 }
 
 tm_tensor *tm_ones(const int64_t *shape, int ndim, tm_dtype dt)
 {
-    return tm__full(__func__, shape, ndim, 1.0, dt);
+    return tm__full(__func__, shape, ndim, 1.0, dt, TM_CPU);
 }
 
 tm_tensor *tm_full(const int64_t *shape, int ndim, double value, tm_dtype dt)
 {
-    return tm__full(__func__, shape, ndim, value, dt);
+    return tm__full(__func__, shape, ndim, value, dt, TM_CPU);
+}
+
+tm_tensor *tm_full_on(const int64_t *shape, int ndim, double value,
+                      tm_dtype dt, tm_device dev)
+{
+    return tm__full(__func__, shape, ndim, value, dt, dev);
 }
 
 tm_tensor *tm_scalar(double value, tm_dtype dt)
 {
-    return tm__full(__func__, NULL, 0, value, dt);
+    return tm__full(__func__, NULL, 0, value, dt, TM_CPU);
 }
 
 tm_tensor *tm_empty_like(const tm_tensor *t)
@@ -67,19 +70,37 @@ tm_tensor *tm_empty_like(const tm_tensor *t)
 tm_tensor *tm_zeros_like(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    return tm__full(__func__, t->shape, t->ndim, 0.0, t->dtype);
+    return tm__full(__func__, t->shape, t->ndim, 0.0, t->dtype,
+                    t->storage->device);
 }
 
 tm_tensor *tm_ones_like(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    return tm__full(__func__, t->shape, t->ndim, 1.0, t->dtype);
+    return tm__full(__func__, t->shape, t->ndim, 1.0, t->dtype,
+                    t->storage->device);
 }
 
 tm_tensor *tm_full_like(const tm_tensor *t, double value)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    return tm__full(__func__, t->shape, t->ndim, value, t->dtype);
+    return tm__full(__func__, t->shape, t->ndim, value, t->dtype,
+                    t->storage->device);
+}
+
+/* A new CPU tensor of `shape` holding sequence `kind` (backend.h). */
+static tm_tensor *tm__sequence(const char *fn, const int64_t *shape, int nd,
+                               tm_dtype dt, tm_seq_kind kind, double a,
+                               double b)
+{
+    tm_tensor *t = tm__tensor_new(fn, shape, nd, dt, TM_CPU);
+    if (!t) return NULL;
+    tm_buf d = tm__buf(t);
+    if (TM__CALL(fn, tm__ctx(t), sequence, &d, kind, a, b, 0)) {
+        tm_free(t);
+        return NULL;
+    }
+    return t;
 }
 
 tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
@@ -100,11 +121,7 @@ tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
         return NULL;
     }
     int64_t n = (int64_t)count;
-    tm_tensor *t = tm__tensor_new(__func__, &n, 1, dt, TM_CPU);
-    if (!t) return NULL;
-    tm_buf b = tm__buf(t);
-    tm__cpu_arange(&b, start, step);
-    return t;
+    return tm__sequence(__func__, &n, 1, dt, TM_SEQ_ARANGE, start, step);
 }
 
 tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt)
@@ -113,21 +130,14 @@ tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt)
         TM_ERR(TM_EINVAL, "steps %lld is negative", (long long)steps);
         return NULL;
     }
-    tm_tensor *t = tm__tensor_new(__func__, &steps, 1, dt, TM_CPU);
-    if (!t) return NULL;
-    tm_buf b = tm__buf(t);
-    tm__cpu_linspace(&b, start, end);
-    return t;
+    return tm__sequence(__func__, &steps, 1, dt, TM_SEQ_LINSPACE, start,
+                        end);
 }
 
 tm_tensor *tm_eye(int64_t n, int64_t m, tm_dtype dt)
 {
     if (m < 0) m = n;
-    tm_tensor *t = tm_zeros((int64_t[]){n, m}, 2, dt);
-    if (!t) return NULL;
-    tm_buf b = tm__buf(t);
-    tm__cpu_eye(&b);
-    return t;
+    return tm__sequence(__func__, (int64_t[]){n, m}, 2, dt, TM_SEQ_EYE, 0, 0);
 }
 
 tm_tensor *tm_from_buffer(const void *data, const int64_t *shape, int ndim,
@@ -140,8 +150,13 @@ tm_tensor *tm_from_buffer(const void *data, const int64_t *shape, int ndim,
         return NULL;
     }
     tm_tensor *t = tm__tensor_new(__func__, shape, ndim, dt, TM_CPU);
-    if (t && numel > 0)
-        memcpy(tm_data(t), data, (size_t)numel * tm_dtype_size(dt));
+    tm_ctx *cx = t ? tm__ctx(t) : NULL;
+    if (t && numel > 0 &&
+        cx->backend->to_device(cx, t->storage->handle, 0, data,
+                               (size_t)numel * tm_dtype_size(dt))) {
+        tm_free(t);
+        return NULL;
+    }
     return t;
 }
 

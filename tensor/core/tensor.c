@@ -19,19 +19,24 @@ static tm_storage *tm__storage_alloc(const char *fn)
 static tm_storage *tm__storage_new(const char *fn, size_t nbytes,
                                    tm_device dev)
 {
+    tm_ctx *cx = tm_device_ctx(dev);
+    if (!cx) {
+        tm__errf(tm_last_status(), fn, "%s", tm_last_error());
+        return NULL;
+    }
     tm_storage *s = tm__storage_alloc(fn);
     if (!s) return NULL;
     s->nbytes = nbytes;
     s->device = dev;
-    if (dev == TM_CPU) {
+    s->ctx = cx;
+    if (dev.type == TM_DEVICE_CPU) {
         s->kind = TM_STORAGE_OWNED;
-        s->data = tm__alloc(nbytes, fn);
+        s->handle = tm__alloc(nbytes, fn);
     } else {
-        const tm_backend *b = tm_backend_get(dev);
         s->kind = TM_STORAGE_DEVICE;
-        s->data = b ? b->alloc(nbytes) : NULL;
+        s->handle = tm__dev_alloc(fn, cx, nbytes, &s->block);
     }
-    if (!s->data) {
+    if (!s->handle) {
         tm__dealloc(s);
         return NULL;
     }
@@ -53,10 +58,11 @@ tm_storage *tm_storage_wrap(void *data, size_t nbytes, tm_storage_kind kind,
         if (release) release(data, user);
         return NULL;
     }
-    s->data = data;
+    s->handle = data;
     s->nbytes = nbytes;
     s->kind = kind;
     s->device = TM_CPU;
+    s->ctx = tm__cpu_ctx();
     s->release = release;
     s->user = user;
     return s;
@@ -66,14 +72,10 @@ void tm_storage_free(tm_storage *s)
 {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1) return;
     switch (s->kind) {
-    case TM_STORAGE_OWNED: tm__dealloc(s->data); break;
-    case TM_STORAGE_DEVICE: {
-        const tm_backend *b = tm_backend_get(s->device);
-        if (b) b->free(s->data);
-        break;
-    }
+    case TM_STORAGE_OWNED: tm__dealloc(s->handle); break;
+    case TM_STORAGE_DEVICE: tm__dev_free(s->ctx, s->handle, s->block); break;
     default:
-        if (s->release) s->release(s->data, s->user);
+        if (s->release) s->release(s->handle, s->user);
     }
     tm__dealloc(s);
 }
@@ -217,7 +219,8 @@ tm_status tm__check_same_device(const char *fn, const tm_tensor *const *ts,
     for (int i = 0; i < n; i++) {
         if (!ts[i]) continue;
         if (!first) first = ts[i];
-        else if (ts[i]->storage->device != first->storage->device)
+        else if (!tm_device_eq(ts[i]->storage->device,
+                              first->storage->device))
             return tm__errf(TM_EDEVICE, fn,
                             "tensors are on different devices (%s and %s)",
                             tm_device_name(first->storage->device),
@@ -402,8 +405,14 @@ tm_device tm_device_of(const tm_tensor *t)
 
 void *tm_data(const tm_tensor *t)
 {
-    if (!t || !t->storage->data) return NULL;
-    return (char *)t->storage->data +
+    if (!t || !t->storage->handle) return NULL;
+    if (!tm__on_cpu(t)) {
+        TM_ERR(TM_EDEVICE, "tensor is on %s, whose memory the host cannot "
+               "read: copy it with tm_to(t, TM_CPU) first",
+               tm_device_name(t->storage->device));
+        return NULL;
+    }
+    return (char *)t->storage->handle +
            t->offset * (int64_t)tm_dtype_size(t->dtype);
 }
 
@@ -444,7 +453,8 @@ tm_buf tm__buf_bcast(const tm_tensor *t, const int64_t *shape, int ndim)
 {
     tm_buf b;
     memset(&b, 0, sizeof b);
-    b.data = tm_data(t);
+    b.handle = t->storage->handle;
+    b.offset = (size_t)t->offset * tm_dtype_size(t->dtype);
     b.dtype = t->dtype;
     if (!shape) {
         b.ndim = t->ndim;
@@ -461,14 +471,5 @@ tm_buf tm__buf_bcast(const tm_tensor *t, const int64_t *shape, int ndim)
         int j = i - lead;
         b.strides[i] = (j < 0 || t->shape[j] == 1) ? 0 : t->strides[j];
     }
-    return b;
-}
-
-const tm_backend *tm__backend(const tm_tensor *t, const char *fn)
-{
-    const tm_backend *b = tm_backend_get(t->storage->device);
-    if (!b)
-        tm__errf(TM_EDEVICE, fn, "no backend loaded for device %s",
-                 tm_device_name(t->storage->device));
     return b;
 }

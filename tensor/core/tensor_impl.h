@@ -15,16 +15,36 @@
 #include "foundry/random.h"
 #include "foundry/tensor.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 /* ------------------------------------------------------------ structures */
 
+/* The caching allocator of one accelerator (device_alloc.c). */
+typedef struct tm__dev_pool tm__dev_pool;
+
+/* One open device (backend.c).  Public code sees it as the opaque tm_ctx
+ * of backend.h. */
+struct tm_ctx {
+    const tm_backend *backend;
+    tm_device device;
+    void *impl; /* the backend's state for this device */
+    pthread_mutex_t lock; /* guards the sticky error and the scratch */
+    tm_status error;      /* the first asynchronous error since last sync */
+    char message[256];
+    void *scratch;        /* tm_ctx_scratch's block */
+    size_t scratch_bytes;
+    tm__dev_pool *pool;   /* NULL for the CPU (the host allocator) */
+};
+
 struct tm_storage {
     atomic_long refs;
-    void *data;
+    void *handle;  /* backend handle; the address on the CPU */
     size_t nbytes;
     tm_storage_kind kind;
     tm_device device;
+    tm_ctx *ctx;   /* the device's context (never closed while used) */
+    size_t block;  /* DEVICE: the allocator block's size */
     tm_release_fn release; /* BORROWED / MAPPED: called with (data, user) */
     void *user;
     /* Bumped by every in-place write through any view of this storage, so
@@ -87,8 +107,61 @@ void tm__contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
  * caller has checked that it broadcasts; pass shape NULL for as-is). */
 tm_buf tm__buf(const tm_tensor *t);
 tm_buf tm__buf_bcast(const tm_tensor *t, const int64_t *shape, int ndim);
-/* The backend of t's device (error set and NULL if unavailable). */
-const tm_backend *tm__backend(const tm_tensor *t, const char *fn);
+/* The context of t's device. */
+static inline tm_ctx *tm__ctx(const tm_tensor *t) { return t->storage->ctx; }
+/* The CPU's context (always open). */
+tm_ctx *tm__cpu_ctx(void);
+static inline bool tm__on_cpu(const tm_tensor *t)
+{
+    return t->storage->device.type == TM_DEVICE_CPU;
+}
+/* Calls entry `e` of ctx's backend with (ctx, ...), or fails with
+ * TM_EUNSUPPORTED naming the device and the entry when it has none. */
+#define TM__CALL(fn, cx, e, ...)                                              \
+    ((cx)->backend->e ? (cx)->backend->e((cx), __VA_ARGS__)                   \
+                      : tm__no_entry((fn), (cx), #e))
+tm_status tm__no_entry(const char *fn, const tm_ctx *cx, const char *entry);
+/* Waits for cx's stream and reports (as fn's error, and clears) the first
+ * error its work hit since the last synchronization. */
+tm_status tm__sync(const char *fn, tm_ctx *cx);
+
+/* Storage memory through the device's caching allocator (device_alloc.c):
+ * a handle to at least `bytes` (*block gets the block's size), or NULL
+ * with TM_ENOMEM naming the device. */
+void *tm__dev_alloc(const char *fn, tm_ctx *cx, size_t bytes, size_t *block);
+void tm__dev_free(tm_ctx *cx, void *handle, size_t block);
+tm__dev_pool *tm__dev_pool_new(void);
+/* Empties the pool's cache into the backend, then frees the pool. */
+void tm__dev_pool_free(tm_ctx *cx);
+
+/* ------------------------------------------------ dtype fallback staging
+ * When a backend's `supports` declines an entry's dtypes, the front end
+ * runs it on converted copies: every float operand of another dtype as
+ * F32 and, if that is still declined, every integer and bool operand as
+ * I64 too.  Operands are registered with tm__stage_in / _out / _inout
+ * (pointers to the call's tm_buf variables, which are redirected to the
+ * copies); tm__stage_end converts outputs back and frees the copies. */
+#define TM__STAGE_MAX 8
+typedef struct tm__stage {
+    int n;
+    tm_buf *buf[TM__STAGE_MAX];
+    tm_buf orig[TM__STAGE_MAX];
+    int mode[TM__STAGE_MAX]; /* 0 in, 1 out, 2 in-out */
+    tm_tensor *tmp[TM__STAGE_MAX];
+} tm__stage;
+
+void tm__stage_add(tm__stage *s, tm_buf *b, int mode);
+#define tm__stage_in(s, b) tm__stage_add((s), (b), 0)
+#define tm__stage_out(s, b) tm__stage_add((s), (b), 1)
+#define tm__stage_inout(s, b) tm__stage_add((s), (b), 2)
+/* Asks cx's backend whether it runs (e, op) on the registered dtypes and
+ * stages them when not; TM_EUNSUPPORTED when no conversion helps. */
+tm_status tm__stage_begin(const char *fn, tm_ctx *cx, tm_entry e, int op,
+                          tm__stage *s);
+/* Copies staged outputs back (when st is TM_OK) and frees the copies;
+ * returns st or the copy's error. */
+tm_status tm__stage_end(const char *fn, tm_ctx *cx, tm__stage *s,
+                        tm_status st);
 /* Marks an in-place write to t's storage (autograd version counter). */
 static inline void tm__bump_version(tm_tensor *t)
 {

@@ -102,8 +102,7 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
     if (tm__bcast2(fn, a, b, shape, &nd) ||
         tm__rule_dtype(fn, &tm__binary_ops[op], pt, &rdt))
         return NULL;
-    const tm_backend *be = tm__backend(a, fn);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(a);
     tm_tensor *ta = NULL, *tb = NULL, *out = NULL;
     if (tm__round_operand(fn, a, pt, &ta) || tm__round_operand(fn, b, pt, &tb))
         goto done;
@@ -111,7 +110,7 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
     if (!out) goto done;
     tm_buf o = tm__buf(out), ab = tm__buf_bcast(ta ? ta : a, shape, nd),
            bb = tm__buf_bcast(tb ? tb : b, shape, nd);
-    tm_status st = be->binary(op, &o, &ab, &bb);
+    tm_status st = TM__CALL(fn, cx, binary, op, &o, &ab, &bb);
     if (st) {
         tm__relabel_error(fn, st);
         tm_free(out);
@@ -182,12 +181,12 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
                         tm_dtype_name(a->dtype));
     if (tm__check_writable(fn, a) || tm__check_source(fn, b))
         return tm_last_status();
-    const tm_backend *be = tm__backend(a, fn);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(a);
     tm_buf o = tm__buf(a), bb = tm__buf_bcast(b, a->shape, a->ndim);
     /* Reading b while writing a is safe only when they are the very same
      * elements (a op= a); any other overlap reads through a copy. */
-    bool same = bb.data == o.data && bb.dtype == o.dtype;
+    bool same = bb.handle == o.handle && bb.offset == o.offset &&
+                bb.dtype == o.dtype;
     for (int i = 0; same && i < a->ndim; i++)
         same = a->shape[i] <= 1 || bb.strides[i] == o.strides[i];
     tm_tensor *tmp = NULL;
@@ -208,10 +207,10 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
          * own memory would not. */
         tm_tensor *r = tm__binary_new(fn, op, a, tmp ? tmp : b, pt);
         tm_buf rb = r ? tm__buf(r) : o;
-        st = r ? be->copy(&o, &rb) : tm_last_status();
+        st = r ? TM__CALL(fn, cx, copy, &o, &rb) : tm_last_status();
         tm_free(r);
     } else {
-        st = be->binary(op, &o, &o, &bb);
+        st = TM__CALL(fn, cx, binary, op, &o, &o, &bb);
     }
     tm_free(tmp);
     if (st) return tm__relabel_error(fn, st);

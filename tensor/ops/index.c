@@ -49,14 +49,13 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
 {
     int d;
     if (tm__check_gather_args(__func__, t, dim, index, &d)) return NULL;
-    const tm_backend *be = tm__backend(t, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, index->shape, index->ndim,
                                     t->dtype, t->storage->device);
     if (!out) return NULL;
     if (tm_numel(out) > 0) {
         tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
-        tm_status st = be->gather(&o, &in, d, &ix);
+        tm_status st = TM__CALL(__func__, cx, gather, &o, &in, d, &ix);
         if (st) {
             tm__relabel_error(__func__, st);
             tm_free(out);
@@ -102,8 +101,7 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
     }
     /* several index positions would land on one stride-0 element */
     if (tm__check_writable(fn, dst)) return tm_last_status();
-    const tm_backend *be = tm__backend(dst, fn);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(dst);
     if (tm_numel(index) == 0) return TM_OK;
 
     /* Operands that share memory with dst are read from copies, so writes
@@ -117,7 +115,7 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
         val = tm__tensor_new(fn, NULL, 0, dst->dtype, dst->storage->device);
         if (!val) goto fail;
         tm_buf vb = tm__buf(val);
-        if ((st = be->fill(&vb, value))) goto done;
+        if ((st = TM__CALL(fn, cx, fill, &vb, value))) goto done;
     }
     const tm_tensor *ix = ixc ? ixc : index;
     const tm_tensor *s = srcc ? srcc : src ? src : val;
@@ -128,7 +126,7 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
     } else {
         sb = tm__buf_bcast(s, ix->shape, ix->ndim);
     }
-    st = be->scatter(&db, d, &ib, &sb, add);
+    st = TM__CALL(fn, cx, scatter, &db, d, &ib, &sb, add);
     if (st) tm__relabel_error(fn, st);
     else tm__bump_version(dst);
     goto done;
@@ -155,9 +153,9 @@ static tm_tensor *tm__scatter_copy(const char *fn, const tm_tensor *t,
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                     t->storage->device);
     if (!out) return NULL;
-    const tm_backend *be = tm__backend(t, fn);
+    tm_ctx *cx = tm__ctx(t);
     tm_buf o = tm__buf(out), in = tm__buf(t);
-    tm_status st = be ? be->copy(&o, &in) : tm_last_status();
+    tm_status st = TM__CALL(fn, cx, copy, &o, &in);
     if (!st) st = tm__scatter(fn, out, dim, index, src, value, add);
     if (st) {
         tm_free(out);
@@ -228,8 +226,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
     }
     const tm_tensor *ts[2] = {t, index};
     if (tm__check_same_device(__func__, ts, 2)) return NULL;
-    const tm_backend *be = tm__backend(t, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     int64_t shape[TM_MAX_DIMS];
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     if (t->ndim) shape[d] = len;
@@ -243,7 +240,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
             ix.shape[0] = 1;
             ix.strides[0] = 0;
         }
-        tm_status st = be->index_select(&o, &in, d, &ix);
+        tm_status st = TM__CALL(__func__, cx, index_select, &o, &in, d, &ix);
         if (st) {
             tm__relabel_error(__func__, st);
             tm_free(out);
@@ -272,8 +269,7 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
         TM_ERR(TM_EINVAL, "cannot infer num_classes from an empty index");
         return NULL;
     }
-    const tm_backend *be = tm__backend(index, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(index);
     /* Range of values, read on the host (device tensors are copied). */
     ix = index->dtype == TM_I64 ? tm_contiguous(index)
                                 : tm_to_dtype(index, TM_I64);
@@ -308,7 +304,7 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
                          index->storage->device);
     if (!out) goto fail;
     tm_buf o = tm__buf(out);
-    if (be->fill(&o, 0.0)) goto fail;
+    if (TM__CALL(__func__, cx, fill, &o, 0.0)) goto fail;
     if (n > 0) {
         /* out[..., index[...]] = 1: a scatter along the class dim with the
          * index as [..., 1] and a broadcast scalar 1 as source */
@@ -320,10 +316,10 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
                                         index->storage->device);
         if (!src) goto fail;
         tm_buf s0 = tm__buf(src);
-        tm_status st = be->fill(&s0, 1.0);
+        tm_status st = TM__CALL(__func__, cx, fill, &s0, 1.0);
         if (!st) {
             sb = tm__buf_bcast(src, ib.shape, ib.ndim);
-            st = be->scatter(&o, index->ndim, &ib, &sb, false);
+            st = TM__CALL(__func__, cx, scatter, &o, index->ndim, &ib, &sb, false);
         }
         tm_free(src);
         if (st) {

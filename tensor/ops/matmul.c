@@ -103,8 +103,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     ac = a->dtype == dt ? tm_retain((tm_tensor *)a) : tm_to_dtype(a, dt);
     bc = b->dtype == dt ? tm_retain((tm_tensor *)b) : tm_to_dtype(b, dt);
     if (!ac || !bc) goto fail;
-    const tm_backend *be = tm__backend(out, __func__);
-    if (!be) goto fail;
+    tm_ctx *cx = tm__ctx(out);
     tm_buf abuf = tm__mm_operand(ac, shape, nbd, true, m, k);
     tm_buf bbuf = tm__mm_operand(bc, shape, nbd, false, k, n);
     tm_buf obuf = tm__buf(out);
@@ -112,7 +111,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     obuf.shape[nbd] = m;
     obuf.shape[nbd + 1] = n;
     tm__contiguous_strides(obuf.shape, obuf.ndim, obuf.strides);
-    if (be->gemm(&obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
+    if (TM__CALL(__func__, cx, gemm, &obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
 done:
     tm_free(ac);
     tm_free(bc);
@@ -215,12 +214,11 @@ tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
                       "must not be an input");
 #undef TM_GEMM_SHAPES
     if (tm_numel(c) == 0) return TM_OK;
-    const tm_backend *be = tm__backend(c, __func__);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(c);
     tm_buf abuf = tm__gemm_operand(a, c->shape, nbd, trans_a);
     tm_buf bbuf = tm__gemm_operand(b, c->shape, nbd, trans_b);
     tm_buf cbuf = tm__buf(c);
-    tm_status st = be->gemm(&cbuf, &abuf, &bbuf, alpha, beta);
+    tm_status st = TM__CALL(__func__, cx, gemm, &cbuf, &abuf, &bbuf, alpha, beta);
     tm__bump_version(c);
     return st;
 }
@@ -288,8 +286,7 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     y = tm__tensor_new(__func__, shape, x->ndim, x->dtype, x->storage->device);
     if (!y) return NULL;
     if (tm_numel(y) == 0) goto done;
-    const tm_backend *be = tm__backend(y, __func__);
-    if (!be) goto fail;
+    tm_ctx *cx = tm__ctx(y);
 
     int64_t rows, rs;
     if (!tm__linear_rows(x, &rows, &rs)) {
@@ -308,7 +305,7 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
         bb.ndim = 2;
         bb.shape[0] = rows, bb.shape[1] = out;
         bb.strides[0] = 0, bb.strides[1] = bias->strides[0];
-        if (be->copy(&yb, &bb)) goto fail;
+        if (TM__CALL(__func__, cx, copy, &yb, &bb)) goto fail;
     }
     tm_buf xb = tm__buf(xc);
     xb.ndim = 2;
@@ -317,7 +314,7 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     tm_buf wb = tm__buf(w); /* w^T: [in, out] */
     wb.shape[0] = in, wb.shape[1] = out;
     wb.strides[0] = w->strides[1], wb.strides[1] = w->strides[0];
-    if (be->gemm(&yb, &xb, &wb, 1.0, bias ? 1.0 : 0.0)) goto fail;
+    if (TM__CALL(__func__, cx, gemm, &yb, &xb, &wb, 1.0, bias ? 1.0 : 0.0)) goto fail;
 done:
     tm_free(xc);
     return tm__grad_linear(y, x, w, bias);

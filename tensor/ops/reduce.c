@@ -93,7 +93,8 @@ static void tm__reduce_geometry(const tm_tensor *t, const bool *red,
         in->shape[k] = b.shape[d];
         in->strides[k++] = b.strides[d];
     }
-    in->data = b.data;
+    in->handle = b.handle;
+    in->offset = b.offset;
     in->dtype = b.dtype;
     in->ndim = t->ndim;
     *nred = r;
@@ -104,10 +105,7 @@ static void tm__reduce_geometry(const tm_tensor *t, const bool *red,
 static tm_buf tm__squeezed_buf(const tm_tensor *o, const int64_t *shape,
                                int ndim)
 {
-    tm_buf b;
-    memset(&b, 0, sizeof b);
-    b.data = tm_data(o);
-    b.dtype = tm_dtype_of(o);
+    tm_buf b = tm__buf(o);
     b.ndim = ndim;
     memcpy(b.shape, shape, sizeof(int64_t) * (size_t)ndim);
     tm__contiguous_strides(b.shape, ndim, b.strides);
@@ -128,8 +126,7 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
     if ((op == TM_RED_MAX || op == TM_RED_MIN) &&
         tm__reduce_nonempty(fn, t, red))
         return NULL;
-    const tm_backend *be = tm__backend(t, fn);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     int64_t shape[TM_MAX_DIMS];
     int nd, nred;
     tm_buf in;
@@ -139,7 +136,7 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
                                   t->storage->device);
     if (!o) return NULL;
     tm_buf ob = tm__squeezed_buf(o, in.shape, t->ndim - nred);
-    if (be->reduce(op, &ob, &in, nred, p)) {
+    if (TM__CALL(fn, cx, reduce, op, &ob, &in, nred, p)) {
         tm_free(o);
         return NULL;
     }
@@ -207,8 +204,7 @@ static tm_status tm__arg_reduce(const char *fn, bool is_max,
     tm_status st = all_dims ? tm__reduce_dims(fn, t, NULL, 0, red)
                             : tm__reduce_dims(fn, t, &dim, 1, red);
     if (st || (st = tm__reduce_nonempty(fn, t, red))) return st;
-    const tm_backend *be = tm__backend(t, fn);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *flat = NULL, *i = NULL, *v = NULL;
     const tm_tensor *src = t;
     if (all_dims) { /* index into the row-major flattening */
@@ -237,7 +233,7 @@ static tm_status tm__arg_reduce(const char *fn, bool is_max,
     }
     tm_buf ib = tm__squeezed_buf(i, in.shape, in.ndim - 1), vb = ib;
     if (v) vb = tm__squeezed_buf(v, in.shape, in.ndim - 1);
-    if (be->arg_reduce(is_max, &ib, v ? &vb : NULL, &in)) goto fail;
+    if (TM__CALL(fn, cx, arg_reduce, is_max, &ib, v ? &vb : NULL, &in)) goto fail;
     tm_free(flat);
     *idx = i;
     if (val) *val = v;
@@ -320,8 +316,7 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
     if (tm__check_dense(__func__, t) ||
         tm__wrap_dim(__func__, dim, t->ndim, &d))
         return NULL;
-    const tm_backend *be = tm__backend(t, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_dtype odt = tm_dtype_is_float(t->dtype) ? t->dtype : TM_I64;
     tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, odt,
                                   t->storage->device);
@@ -332,7 +327,7 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
         ob.shape[0] = ib.shape[0] = 1;
         ob.strides[0] = ib.strides[0] = 0;
     }
-    if (be->cumsum(&ob, &ib, d)) {
+    if (TM__CALL(__func__, cx, cumsum, &ob, &ib, d)) {
         tm_free(o);
         return NULL;
     }

@@ -39,8 +39,7 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
     if (tm__check_float(fn, t, "tensor") ||
         tm__wrap_dim(fn, dim, t->ndim, &d))
         return NULL;
-    const tm_backend *be = tm__backend(t, fn);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                   t->storage->device);
     if (!o) return NULL;
@@ -54,7 +53,7 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
         tm__dim_last(&ob, d);
         tm__dim_last(&ib, d);
     }
-    if (be->softmax(&ob, &ib, log)) {
+    if (TM__CALL(fn, cx, softmax, &ob, &ib, log)) {
         tm__relabel_error(fn, tm_last_status());
         tm_free(o);
         return NULL;
@@ -115,8 +114,7 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     }
     const tm_tensor *ts[3] = {x, weight, bias};
     if (tm__check_same_device(fn, ts, 3)) return NULL;
-    const tm_backend *be = tm__backend(x, fn);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(x);
     tm_tensor *o = tm__tensor_new(fn, x->shape, x->ndim, x->dtype,
                                   x->storage->device);
     if (!o) return NULL;
@@ -126,7 +124,7 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     memset(&bb, 0, sizeof bb);
     if (weight) wb = tm__buf(weight);
     if (bias) bb = tm__buf(bias);
-    if (be->norm_rows(&ob, &ib, &wb, &bb, eps, rms)) {
+    if (TM__CALL(fn, cx, norm_rows, &ob, &ib, &wb, &bb, eps, rms)) {
         tm__relabel_error(fn, tm_last_status());
         tm_free(o);
         return NULL;

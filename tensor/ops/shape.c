@@ -14,8 +14,7 @@
 static tm_buf tm__window(const tm_tensor *t, int d, int64_t start, int64_t len)
 {
     tm_buf b = tm__buf(t);
-    b.data = (char *)b.data +
-             start * b.strides[d] * (int64_t)tm_dtype_size(t->dtype);
+    b.offset += (size_t)(start * b.strides[d]) * tm_dtype_size(t->dtype);
     b.shape[d] = len;
     return b;
 }
@@ -102,8 +101,7 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
         }
         total += t->shape[d];
     }
-    const tm_backend *be = tm__backend(r, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(r);
     int64_t shape[TM_MAX_DIMS];
     memcpy(shape, r->shape, sizeof(int64_t) * (size_t)r->ndim);
     shape[d] = total;
@@ -119,7 +117,7 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
         }
         tm_buf dst = tm__window(out, d, off, t->shape[d]);
         tm_buf src = tm__buf(t);
-        if (be->copy(&dst, &src)) {
+        if (TM__CALL(__func__, cx, copy, &dst, &src)) {
             tm_free(out);
             return NULL;
         }
@@ -152,8 +150,7 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
     }
     int d;
     if (tm__wrap_dim(__func__, dim, r->ndim + 1, &d)) return NULL;
-    const tm_backend *be = tm__backend(r, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(r);
     int64_t shape[TM_MAX_DIMS];
     for (int i = 0, k = 0; i <= r->ndim; i++) {
         if (i == d) shape[k++] = n;
@@ -171,7 +168,7 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
         }
         dst.ndim = r->ndim;
         tm_buf src = tm__buf(ts[i]);
-        if (be->copy(&dst, &src)) {
+        if (TM__CALL(__func__, cx, copy, &dst, &src)) {
             tm_free(out);
             return NULL;
         }
@@ -320,8 +317,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
         len[i] = s - sstart[i] - (hi < 0 ? -hi : 0);
         if (len[i] < 0) len[i] = 0;
     }
-    const tm_backend *be = tm__backend(t, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, shape, nd, t->dtype,
                                     t->storage->device);
     if (!out) return NULL;
@@ -329,16 +325,16 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
     int64_t es = (int64_t)tm_dtype_size(t->dtype);
     bool any = true;
     for (int i = 0; i < nd; i++) {
-        src.data = (char *)src.data + sstart[i] * src.strides[i] * es;
-        dst.data = (char *)dst.data + dstart[i] * dst.strides[i] * es;
+        src.offset += (size_t)(sstart[i] * src.strides[i] * es);
+        dst.offset += (size_t)(dstart[i] * dst.strides[i] * es);
         src.shape[i] = dst.shape[i] = len[i];
         if (len[i] == 0) any = false;
     }
     bool full = true; /* does t's window cover all of out? */
     for (int i = 0; i < nd; i++) full = full && len[i] == shape[i];
     tm_status st = TM_OK;
-    if (!full && tm_numel(out) > 0) st = be->fill(&o, value);
-    if (!st && any && tm_numel(out) > 0) st = be->copy(&dst, &src);
+    if (!full && tm_numel(out) > 0) st = TM__CALL(__func__, cx, fill, &o, value);
+    if (!st && any && tm_numel(out) > 0) st = TM__CALL(__func__, cx, copy, &dst, &src);
     if (st) {
         tm_free(out);
         return NULL;
@@ -380,8 +376,7 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
         }
         shape[i] = ss[i] * repeats[i];
     }
-    const tm_backend *be = tm__backend(t, __func__);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, shape, nrep, t->dtype,
                                     t->storage->device);
     if (!out) return NULL;
@@ -411,7 +406,7 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
     tm_status st;
     if (k <= TM_MAX_DIMS) {
         dst.ndim = s2.ndim = k;
-        st = be->copy(&dst, &s2);
+        st = TM__CALL(__func__, cx, copy, &dst, &s2);
     } else {
         /* More than TM_MAX_DIMS dims that way: copy t into the corner, then
          * double the filled block along each dim in turn. */
@@ -422,7 +417,7 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
             dst.shape[i] = s2.shape[i] = ss[i];
             s2.strides[i] = sst[i];
         }
-        st = be->copy(&dst, &s2);
+        st = TM__CALL(__func__, cx, copy, &dst, &s2);
         int64_t es = (int64_t)tm_dtype_size(t->dtype);
         for (int i = 0; i < nrep && !st; i++) {
             for (int64_t m = 1; m < repeats[i] && !st;) {
@@ -432,8 +427,8 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
                     from.shape[j] = j < i ? shape[j] : ss[j];
                 from.shape[i] = c * ss[i];
                 to = from;
-                to.data = (char *)o.data + m * ss[i] * o.strides[i] * es;
-                st = be->copy(&to, &from);
+                to.offset = o.offset + (size_t)(m * ss[i] * o.strides[i] * es);
+                st = TM__CALL(__func__, cx, copy, &to, &from);
                 m += c;
             }
         }

@@ -10,7 +10,8 @@ static tm_buf tm__sort_buf(const tm_tensor *t, int d)
     tm_buf b, s = tm__buf(t);
     memset(&b, 0, sizeof b);
     b.dtype = s.dtype;
-    b.data = s.data;
+    b.handle = s.handle;
+    b.offset = s.offset;
     if (s.ndim == 0) {
         b.ndim = 1;
         b.shape[0] = 1;
@@ -53,16 +54,15 @@ static tm_status tm__sort(const char *fn, const tm_tensor *t, int dim,
         !(ix = tm__tensor_new(fn, t->shape, t->ndim, TM_I64, dev)))
         goto fail;
     if (tm_numel(t) > 0) {
-        const tm_backend *be = tm__backend(t, fn);
-        if (!be) goto fail;
-        /* An output not wanted is passed with data NULL. */
+        tm_ctx *cx = tm__ctx(t);
+        /* An output not wanted is passed absent (handle NULL). */
         tm_buf in = tm__sort_buf(t, d), vb = in, ib = in;
-        vb.data = NULL;
-        ib.data = NULL;
+        vb.handle = NULL;
+        ib.handle = NULL;
         ib.dtype = TM_I64;
         if (v) vb = tm__sort_buf(v, d);
         if (ix) ib = tm__sort_buf(ix, d);
-        if (be->sort(&vb, &ib, &in, descending)) goto fail;
+        if (TM__CALL(fn, cx, sort, &vb, &ib, &in, descending)) goto fail;
     }
     if (values) *values = v;
     if (indices) *indices = ix;

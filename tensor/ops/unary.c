@@ -67,14 +67,13 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
         tm__unary_dtype(fn, op, t->dtype, p0, p1, &rd))
         return NULL;
     tm__saturate_bounds(op, rd, &p0, &p1);
-    const tm_backend *be = tm__backend(t, fn);
-    if (!be) return NULL;
+    tm_ctx *cx = tm__ctx(t);
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, rd,
                                   t->storage->device);
     if (!o) return NULL;
     if (tm_numel(o) > 0) {
         tm_buf ob = tm__buf(o), ib = tm__buf(t);
-        if (be->unary(op, &ob, &ib, p0, p1)) {
+        if (TM__CALL(fn, cx, unary, op, &ob, &ib, p0, p1)) {
             tm_free(o);
             return NULL;
         }
@@ -96,12 +95,11 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
                         tm_dtype_name(t->dtype), tm_dtype_name(rd),
                         tm_dtype_name(t->dtype));
     if (tm__check_writable(fn, t)) return tm_last_status();
-    const tm_backend *be = tm__backend(t, fn);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(t);
     tm__saturate_bounds(op, rd, &p0, &p1);
     if (tm_numel(t) > 0) {
         tm_buf b = tm__buf(t);
-        st = be->unary(op, &b, &b, p0, p1);
+        st = TM__CALL(fn, cx, unary, op, &b, &b, p0, p1);
         if (st) return st;
     }
     tm__bump_version(t);

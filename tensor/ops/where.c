@@ -1,7 +1,6 @@
 /* where.c — selection ops built on the backend's `where`: tm_where,
  * masked_fill and the triangles tril/triu. */
 #include "../core/grad_hooks.h"
-#include "../../cpu/cpu_fill.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,13 +23,12 @@ static tm_status tm__where_into(const char *fn, tm_tensor *out,
                                 const tm_tensor *cond, const tm_tensor *a,
                                 const tm_tensor *b)
 {
-    const tm_backend *be = tm__backend(out, fn);
-    if (!be) return tm_last_status();
+    tm_ctx *cx = tm__ctx(out);
     tm_buf o = tm__buf(out);
     tm_buf c = tm__buf_bcast(cond, out->shape, out->ndim);
     tm_buf ab = tm__buf_bcast(a, out->shape, out->ndim);
     tm_buf bb = tm__buf_bcast(b, out->shape, out->ndim);
-    tm_status st = be->where(&o, &c, &ab, &bb);
+    tm_status st = TM__CALL(fn, cx, where, &o, &c, &ab, &bb);
     return st ? tm__relabel_error(fn, st) : TM_OK;
 }
 
@@ -139,19 +137,21 @@ tm_status tm_masked_fill_(tm_tensor *t, const tm_tensor *mask, double value)
 /* ------------------------------------------------------------ tril/triu */
 
 /* out = the lower (upper) triangle of t's last two dims from diagonal k,
- * 0 elsewhere; out may be t itself.  The keep-mask [rows, cols] is built
- * on the host and moved to t's device. */
+ * 0 elsewhere; out may be t itself.  The keep-mask [rows, cols] is made on
+ * t's device by the `sequence` entry. */
 static tm_status tm__tri_into(const char *fn, tm_tensor *out,
                               const tm_tensor *t, int64_t k, bool upper)
 {
     int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
-    tm_tensor *host = tm__tensor_new(fn, (int64_t[]){rows, cols}, 2, TM_BOOL,
-                                     TM_CPU);
-    if (!host) return tm_last_status();
-    tm_buf hb = tm__buf(host);
-    tm__cpu_tri_mask(&hb, k, upper);
-    tm_tensor *mask = tm_to(host, t->storage->device);
-    tm_free(host);
+    tm_tensor *mask = tm__tensor_new(fn, (int64_t[]){rows, cols}, 2, TM_BOOL,
+                                     t->storage->device);
+    if (!mask) return tm_last_status();
+    tm_buf mb = tm__buf(mask);
+    if (TM__CALL(fn, tm__ctx(mask), sequence, &mb,
+                 upper ? TM_SEQ_TRIU : TM_SEQ_TRIL, 0, 0, k)) {
+        tm_free(mask);
+        return tm_last_status();
+    }
     tm_tensor *zero = mask ? tm__scalar_on(fn, 0, t->dtype,
                                                t->storage->device)
                            : NULL;

@@ -147,22 +147,54 @@ TEST(parallel_for_covers_every_index_once)
 
 TEST(backend_registry)
 {
-    const tm_backend *cpu = tm_backend_get(TM_CPU);
+    const tm_backend *cpu = tm_backend_get(TM_DEVICE_CPU);
     REQUIRE(cpu);
     CHECK(!strcmp(cpu->name, "cpu"));
     CHECK_INT(cpu->abi_version, TM_BACKEND_ABI_VERSION);
+    CHECK_INT(TM_BACKEND_ABI_VERSION, 4);
     CHECK(tm_device_available(TM_CPU));
     tm_clear_error();
-    CHECK(!tm_device_available(TM_METAL));
-    CHECK(strstr(tm_last_error(), "device metal (2) has no backend") != NULL);
+    CHECK(!tm_device_available(TM_DEVICE(TM_DEVICE_METAL, 0)));
+    CHECK(strstr(tm_last_error(), "device type metal has no backend") !=
+          NULL);
     tm_backend bad = *cpu;
     bad.abi_version = 999;
     CHECK_STATUS(tm_backend_register(&bad), TM_EINVAL,
                  "ABI version 999 and size");
+    bad = *cpu;
+    CHECK_STATUS(tm_backend_register(&bad), TM_EINVAL, "the CPU's is built");
     tm_tensor *a = tm_zeros((int64_t[]){2}, 1, TM_F32);
-    CHECK_NULL_ERR(tm_to(a, TM_CUDA), TM_EDEVICE, "device cuda (1)");
+    CHECK_NULL_ERR(tm_to(a, TM_DEVICE(TM_DEVICE_CUDA, 1)), TM_EDEVICE,
+                   "device type cuda has no backend");
     tm_tensor *same = tm_to(a, TM_CPU);
     CHECK(same == a);
     tm_free(same);
     tm_free(a);
+}
+
+TEST(device_names)
+{
+    CHECK(!strcmp(tm_device_name(TM_CPU), "cpu"));
+    CHECK(!strcmp(tm_device_name(TM_DEVICE(TM_DEVICE_CUDA, 1)), "cuda:1"));
+    CHECK(!strcmp(tm_device_name(TM_DEVICE(TM_DEVICE_METAL, 0)), "metal:0"));
+    CHECK(!strcmp(tm_device_name(TM_DEVICE(TM_DEVICE_CPU, 1)), "invalid"));
+    CHECK(!strcmp(tm_device_name(TM_DEVICE(TM_DEVICE_CUDA, 99)), "invalid"));
+    tm_device d;
+    CHECK_INT(tm_device_parse("cuda:1", &d), TM_OK);
+    CHECK(tm_device_eq(d, TM_DEVICE(TM_DEVICE_CUDA, 1)));
+    CHECK_INT(tm_device_parse("metal", &d), TM_OK);
+    CHECK(tm_device_eq(d, TM_DEVICE(TM_DEVICE_METAL, 0)));
+    CHECK_INT(tm_device_parse("cpu", &d), TM_OK);
+    CHECK(tm_device_eq(d, TM_CPU));
+    CHECK_STATUS(tm_device_parse("cpu:1", &d), TM_EINVAL, "out of range");
+    CHECK_STATUS(tm_device_parse("cuda:", &d), TM_EINVAL, "is not a device");
+    CHECK_STATUS(tm_device_parse("cuda:1x", &d), TM_EINVAL,
+                 "is not a device");
+    CHECK_STATUS(tm_device_parse("gpu", &d), TM_EINVAL, "'gpu' is not");
+    CHECK_STATUS(tm_device_parse("cuda:16", &d), TM_EINVAL, "0..15");
+    CHECK_INT(tm_device_count(TM_DEVICE_CPU), 1);
+    CHECK_INT(tm_device_count(TM_DEVICE_CUDA), 0);
+    CHECK_INT(tm_synchronize(TM_CPU), TM_OK);
+    CHECK(!strcmp(tm_entry_name(TM_ENTRY_CONV), "conv"));
+    CHECK(!strcmp(tm_entry_name(TM_ENTRY_COUNT), "invalid"));
 }
