@@ -88,10 +88,8 @@ typedef struct tm_device {
 #define TM_DEVICE(type, index) ((tm_device){(type), (index)})
 #define TM_CPU TM_DEVICE(TM_DEVICE_CPU, 0)
 
-static inline bool tm_device_eq(tm_device a, tm_device b)
-{
-    return a.type == b.type && a.index == b.index;
-}
+/* True when a and b are the same device. */
+bool tm_device_eq(tm_device a, tm_device b);
 
 /* "cpu", "cuda", "metal", "test"; "invalid" for anything else. */
 const char *tm_device_type_name(tm_device_type type);

@@ -22,6 +22,11 @@ static bool tm__device_valid(tm_device d)
     return d.index >= 0 && d.index < TM_MAX_DEVICE_INDEX;
 }
 
+bool tm_device_eq(tm_device a, tm_device b)
+{
+    return a.type == b.type && a.index == b.index;
+}
+
 const char *tm_device_type_name(tm_device_type type)
 {
     return (int)type >= 0 && (int)type < TM_DEVICE_TYPES
