@@ -83,9 +83,15 @@ static tm_status norm_backward_fused(tm__node *n, const tm_tensor *g,
     tm_buf bx = tm__buf(x), bg = tm__buf(gc), bw = w ? tm__buf(w) : none;
     tm_buf bo[3];
     for (int i = 0; i < 3; i++) bo[i] = out[i] ? tm__buf(out[i]) : none;
-    st = TM__CALL(n->name, cx, norm_rows_backward, &bo[0], &bo[1], &bo[2],
-                  &bg, &bx, &bw, TM__AG_ARGS(n, norm_args)->eps,
-                  TM__AG_ARGS(n, norm_args)->rms);
+    tm__stage sg = {0};
+    for (int i = 0; i < 3; i++) tm__stage_out(&sg, &bo[i]);
+    tm__stage_in(&sg, &bg);
+    tm__stage_in(&sg, &bx);
+    tm__stage_in(&sg, &bw);
+    st = TM__CALL_STAGED(n->name, cx, &sg, NORM_ROWS_BACKWARD, 0,
+                         norm_rows_backward, &bo[0], &bo[1], &bo[2], &bg, &bx,
+                         &bw, TM__AG_ARGS(n, norm_args)->eps,
+                         TM__AG_ARGS(n, norm_args)->rms);
 done:
     for (int i = 0; i < 3; i++) {
         if (st) tm_free(out[i]);

@@ -82,7 +82,11 @@ static tm_status tm__random_fill(const char *fn, tm_tensor *t, int kind,
     }
     tm_buf b = tm__buf(dst);
     tm_rng *r = tm__rng_acquire(rng);
-    tm_status st = TM__CALL(fn, tm__ctx(dst), random, &b, kind, p0, p1, *r);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &b);
+    tm_ctx *cx = tm__ctx(dst);
+    tm_status st = TM__CALL_STAGED(fn, cx, &sg, RANDOM, kind, random, &b, kind,
+                                   p0, p1, *r);
     if (!st) { /* the blocks random.h documents: 2 or 4 draws per block */
         int64_t n = tm_numel(dst), per = kind == 2 || dst->dtype == TM_F64
                                              ? 2 : 4;

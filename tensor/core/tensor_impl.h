@@ -140,20 +140,23 @@ void tm__dev_pool_free(tm_ctx *cx);
  * F32 and, if that is still declined, every integer and bool operand as
  * I64 too.  Operands are registered with tm__stage_in / _out / _inout
  * (pointers to the call's tm_buf variables, which are redirected to the
- * copies); tm__stage_end converts outputs back and frees the copies. */
+ * copies; absent ones are skipped; registering one variable twice makes it
+ * in-out); tm__stage_end converts outputs back and frees the copies.  A
+ * backend without `supports` costs nothing here. */
 #define TM__STAGE_MAX 8
+enum { TM__STAGE_IN = 1, TM__STAGE_OUT = 2, TM__STAGE_INOUT = 3 };
 typedef struct tm__stage {
     int n;
     tm_buf *buf[TM__STAGE_MAX];
+    int mode[TM__STAGE_MAX];
     tm_buf orig[TM__STAGE_MAX];
-    int mode[TM__STAGE_MAX]; /* 0 in, 1 out, 2 in-out */
     tm_tensor *tmp[TM__STAGE_MAX];
 } tm__stage;
 
 void tm__stage_add(tm__stage *s, tm_buf *b, int mode);
-#define tm__stage_in(s, b) tm__stage_add((s), (b), 0)
-#define tm__stage_out(s, b) tm__stage_add((s), (b), 1)
-#define tm__stage_inout(s, b) tm__stage_add((s), (b), 2)
+#define tm__stage_in(s, b) tm__stage_add((s), (b), TM__STAGE_IN)
+#define tm__stage_out(s, b) tm__stage_add((s), (b), TM__STAGE_OUT)
+#define tm__stage_inout(s, b) tm__stage_add((s), (b), TM__STAGE_INOUT)
 /* Asks cx's backend whether it runs (e, op) on the registered dtypes and
  * stages them when not; TM_EUNSUPPORTED when no conversion helps. */
 tm_status tm__stage_begin(const char *fn, tm_ctx *cx, tm_entry e, int op,
@@ -162,6 +165,13 @@ tm_status tm__stage_begin(const char *fn, tm_ctx *cx, tm_entry e, int op,
  * returns st or the copy's error. */
 tm_status tm__stage_end(const char *fn, tm_ctx *cx, tm__stage *s,
                         tm_status st);
+/* Entry e (id E, sub-op op) through staging: the registered operands of
+ * `sg` are converted when the backend declines their dtypes. */
+#define TM__CALL_STAGED(fn, cx, sg, E, op, e, ...)                            \
+    tm__stage_end((fn), (cx), (sg),                                           \
+                  tm__stage_begin((fn), (cx), TM_ENTRY_##E, (op), (sg))       \
+                      ? tm_last_status()                                      \
+                      : TM__CALL((fn), (cx), e, __VA_ARGS__))
 /* Marks an in-place write to t's storage (autograd version counter). */
 static inline void tm__bump_version(tm_tensor *t)
 {

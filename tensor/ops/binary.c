@@ -110,7 +110,12 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
     if (!out) goto done;
     tm_buf o = tm__buf(out), ab = tm__buf_bcast(ta ? ta : a, shape, nd),
            bb = tm__buf_bcast(tb ? tb : b, shape, nd);
-    tm_status st = TM__CALL(fn, cx, binary, op, &o, &ab, &bb);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &o);
+    tm__stage_in(&sg, &ab);
+    tm__stage_in(&sg, &bb);
+    tm_status st = TM__CALL_STAGED(fn, cx, &sg, BINARY, op, binary, op, &o,
+                                   &ab, &bb);
     if (st) {
         tm__relabel_error(fn, st);
         tm_free(out);
@@ -210,7 +215,10 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
         st = r ? TM__CALL(fn, cx, copy, &o, &rb) : tm_last_status();
         tm_free(r);
     } else {
-        st = TM__CALL(fn, cx, binary, op, &o, &o, &bb);
+        tm__stage sg = {0};
+        tm__stage_inout(&sg, &o);
+        tm__stage_in(&sg, &bb);
+        st = TM__CALL_STAGED(fn, cx, &sg, BINARY, op, binary, op, &o, &o, &bb);
     }
     tm_free(tmp);
     if (st) return tm__relabel_error(fn, st);

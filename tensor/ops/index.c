@@ -55,7 +55,12 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
     if (!out) return NULL;
     if (tm_numel(out) > 0) {
         tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
-        tm_status st = TM__CALL(__func__, cx, gather, &o, &in, d, &ix);
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &o);
+        tm__stage_in(&sg, &in);
+        tm__stage_in(&sg, &ix);
+        tm_status st = TM__CALL_STAGED(__func__, cx, &sg, GATHER, 0, gather,
+                                       &o, &in, d, &ix);
         if (st) {
             tm__relabel_error(__func__, st);
             tm_free(out);
@@ -126,7 +131,12 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
     } else {
         sb = tm__buf_bcast(s, ix->shape, ix->ndim);
     }
-    st = TM__CALL(fn, cx, scatter, &db, d, &ib, &sb, add);
+    tm__stage sg = {0};
+    tm__stage_inout(&sg, &db);
+    tm__stage_in(&sg, &ib);
+    tm__stage_in(&sg, &sb);
+    st = TM__CALL_STAGED(fn, cx, &sg, SCATTER, 0, scatter, &db, d, &ib, &sb,
+                         add);
     if (st) tm__relabel_error(fn, st);
     else tm__bump_version(dst);
     goto done;
@@ -240,7 +250,12 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
             ix.shape[0] = 1;
             ix.strides[0] = 0;
         }
-        tm_status st = TM__CALL(__func__, cx, index_select, &o, &in, d, &ix);
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &o);
+        tm__stage_in(&sg, &in);
+        tm__stage_in(&sg, &ix);
+        tm_status st = TM__CALL_STAGED(__func__, cx, &sg, INDEX_SELECT, 0,
+                                       index_select, &o, &in, d, &ix);
         if (st) {
             tm__relabel_error(__func__, st);
             tm_free(out);
@@ -319,7 +334,12 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
         tm_status st = TM__CALL(__func__, cx, fill, &s0, 1.0);
         if (!st) {
             sb = tm__buf_bcast(src, ib.shape, ib.ndim);
-            st = TM__CALL(__func__, cx, scatter, &o, index->ndim, &ib, &sb, false);
+            tm__stage sg = {0};
+            tm__stage_inout(&sg, &o);
+            tm__stage_in(&sg, &ib);
+            tm__stage_in(&sg, &sb);
+            st = TM__CALL_STAGED(__func__, cx, &sg, SCATTER, 0, scatter, &o,
+                                 index->ndim, &ib, &sb, false);
         }
         tm_free(src);
         if (st) {

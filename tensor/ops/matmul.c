@@ -111,7 +111,12 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     obuf.shape[nbd] = m;
     obuf.shape[nbd + 1] = n;
     tm__contiguous_strides(obuf.shape, obuf.ndim, obuf.strides);
-    if (TM__CALL(__func__, cx, gemm, &obuf, &abuf, &bbuf, 1.0, 0.0)) goto fail;
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &obuf);
+    tm__stage_in(&sg, &abuf);
+    tm__stage_in(&sg, &bbuf);
+    if (TM__CALL_STAGED(__func__, cx, &sg, GEMM, 0, gemm, &obuf, &abuf, &bbuf,
+                        1.0, 0.0)) goto fail;
 done:
     tm_free(ac);
     tm_free(bc);
@@ -218,7 +223,12 @@ tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
     tm_buf abuf = tm__gemm_operand(a, c->shape, nbd, trans_a);
     tm_buf bbuf = tm__gemm_operand(b, c->shape, nbd, trans_b);
     tm_buf cbuf = tm__buf(c);
-    tm_status st = TM__CALL(__func__, cx, gemm, &cbuf, &abuf, &bbuf, alpha, beta);
+    tm__stage sg = {0};
+    tm__stage_inout(&sg, &cbuf);
+    tm__stage_in(&sg, &abuf);
+    tm__stage_in(&sg, &bbuf);
+    tm_status st = TM__CALL_STAGED(__func__, cx, &sg, GEMM, 0, gemm, &cbuf,
+                                   &abuf, &bbuf, alpha, beta);
     tm__bump_version(c);
     return st;
 }
@@ -314,7 +324,12 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     tm_buf wb = tm__buf(w); /* w^T: [in, out] */
     wb.shape[0] = in, wb.shape[1] = out;
     wb.strides[0] = w->strides[1], wb.strides[1] = w->strides[0];
-    if (TM__CALL(__func__, cx, gemm, &yb, &xb, &wb, 1.0, bias ? 1.0 : 0.0)) goto fail;
+    tm__stage sg = {0};
+    tm__stage_inout(&sg, &yb);
+    tm__stage_in(&sg, &xb);
+    tm__stage_in(&sg, &wb);
+    if (TM__CALL_STAGED(__func__, cx, &sg, GEMM, 0, gemm, &yb, &xb, &wb, 1.0,
+                        bias ? 1.0 : 0.0)) goto fail;
 done:
     tm_free(xc);
     return tm__grad_linear(y, x, w, bias);

@@ -136,7 +136,11 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
                                   t->storage->device);
     if (!o) return NULL;
     tm_buf ob = tm__squeezed_buf(o, in.shape, t->ndim - nred);
-    if (TM__CALL(fn, cx, reduce, op, &ob, &in, nred, p)) {
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &ob);
+    tm__stage_in(&sg, &in);
+    if (TM__CALL_STAGED(fn, cx, &sg, REDUCE, op, reduce, op, &ob, &in, nred,
+                        p)) {
         tm_free(o);
         return NULL;
     }
@@ -233,7 +237,12 @@ static tm_status tm__arg_reduce(const char *fn, bool is_max,
     }
     tm_buf ib = tm__squeezed_buf(i, in.shape, in.ndim - 1), vb = ib;
     if (v) vb = tm__squeezed_buf(v, in.shape, in.ndim - 1);
-    if (TM__CALL(fn, cx, arg_reduce, is_max, &ib, v ? &vb : NULL, &in)) goto fail;
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &ib);
+    if (v) tm__stage_out(&sg, &vb);
+    tm__stage_in(&sg, &in);
+    if (TM__CALL_STAGED(fn, cx, &sg, ARG_REDUCE, 0, arg_reduce, is_max, &ib,
+                        v ? &vb : NULL, &in)) goto fail;
     tm_free(flat);
     *idx = i;
     if (val) *val = v;
@@ -327,7 +336,10 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
         ob.shape[0] = ib.shape[0] = 1;
         ob.strides[0] = ib.strides[0] = 0;
     }
-    if (TM__CALL(__func__, cx, cumsum, &ob, &ib, d)) {
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &ob);
+    tm__stage_in(&sg, &ib);
+    if (TM__CALL_STAGED(__func__, cx, &sg, CUMSUM, 0, cumsum, &ob, &ib, d)) {
         tm_free(o);
         return NULL;
     }

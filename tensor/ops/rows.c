@@ -53,7 +53,10 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
         tm__dim_last(&ob, d);
         tm__dim_last(&ib, d);
     }
-    if (TM__CALL(fn, cx, softmax, &ob, &ib, log)) {
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &ob);
+    tm__stage_in(&sg, &ib);
+    if (TM__CALL_STAGED(fn, cx, &sg, SOFTMAX, 0, softmax, &ob, &ib, log)) {
         tm__relabel_error(fn, tm_last_status());
         tm_free(o);
         return NULL;
@@ -124,7 +127,13 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     memset(&bb, 0, sizeof bb);
     if (weight) wb = tm__buf(weight);
     if (bias) bb = tm__buf(bias);
-    if (TM__CALL(fn, cx, norm_rows, &ob, &ib, &wb, &bb, eps, rms)) {
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &ob);
+    tm__stage_in(&sg, &ib);
+    tm__stage_in(&sg, &wb);
+    tm__stage_in(&sg, &bb);
+    if (TM__CALL_STAGED(fn, cx, &sg, NORM_ROWS, 0, norm_rows, &ob, &ib, &wb,
+                        &bb, eps, rms)) {
         tm__relabel_error(fn, tm_last_status());
         tm_free(o);
         return NULL;

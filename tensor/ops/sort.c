@@ -62,7 +62,12 @@ static tm_status tm__sort(const char *fn, const tm_tensor *t, int dim,
         ib.dtype = TM_I64;
         if (v) vb = tm__sort_buf(v, d);
         if (ix) ib = tm__sort_buf(ix, d);
-        if (TM__CALL(fn, cx, sort, &vb, &ib, &in, descending)) goto fail;
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &vb);
+        tm__stage_out(&sg, &ib);
+        tm__stage_in(&sg, &in);
+        if (TM__CALL_STAGED(fn, cx, &sg, SORT, 0, sort, &vb, &ib, &in,
+                            descending)) goto fail;
     }
     if (values) *values = v;
     if (indices) *indices = ix;

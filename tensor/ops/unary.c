@@ -73,7 +73,11 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
     if (!o) return NULL;
     if (tm_numel(o) > 0) {
         tm_buf ob = tm__buf(o), ib = tm__buf(t);
-        if (TM__CALL(fn, cx, unary, op, &ob, &ib, p0, p1)) {
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &ob);
+        tm__stage_in(&sg, &ib);
+        if (TM__CALL_STAGED(fn, cx, &sg, UNARY, op, unary, op, &ob, &ib, p0,
+                            p1)) {
             tm_free(o);
             return NULL;
         }
@@ -99,7 +103,10 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
     tm__saturate_bounds(op, rd, &p0, &p1);
     if (tm_numel(t) > 0) {
         tm_buf b = tm__buf(t);
-        st = TM__CALL(fn, cx, unary, op, &b, &b, p0, p1);
+        tm__stage sg = {0};
+        tm__stage_inout(&sg, &b);
+        st = TM__CALL_STAGED(fn, cx, &sg, UNARY, op, unary, op, &b, &b, p0,
+                             p1);
         if (st) return st;
     }
     tm__bump_version(t);

@@ -28,7 +28,13 @@ static tm_status tm__where_into(const char *fn, tm_tensor *out,
     tm_buf c = tm__buf_bcast(cond, out->shape, out->ndim);
     tm_buf ab = tm__buf_bcast(a, out->shape, out->ndim);
     tm_buf bb = tm__buf_bcast(b, out->shape, out->ndim);
-    tm_status st = TM__CALL(fn, cx, where, &o, &c, &ab, &bb);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &o);
+    tm__stage_in(&sg, &c);
+    tm__stage_in(&sg, &ab);
+    tm__stage_in(&sg, &bb);
+    tm_status st = TM__CALL_STAGED(fn, cx, &sg, WHERE, 0, where, &o, &c, &ab,
+                                   &bb);
     return st ? tm__relabel_error(fn, st) : TM_OK;
 }
 
@@ -147,8 +153,11 @@ static tm_status tm__tri_into(const char *fn, tm_tensor *out,
                                      t->storage->device);
     if (!mask) return tm_last_status();
     tm_buf mb = tm__buf(mask);
-    if (TM__CALL(fn, tm__ctx(mask), sequence, &mb,
-                 upper ? TM_SEQ_TRIU : TM_SEQ_TRIL, 0, 0, k)) {
+    tm_seq_kind kind = upper ? TM_SEQ_TRIU : TM_SEQ_TRIL;
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &mb);
+    if (TM__CALL_STAGED(fn, tm__ctx(mask), &sg, SEQUENCE, kind, sequence, &mb,
+                        kind, 0, 0, k)) {
         tm_free(mask);
         return tm_last_status();
     }
