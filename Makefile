@@ -66,6 +66,11 @@ LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/obj/%.o)
+# The conformance suite on the test device (tests/backend): its own runner,
+# sharing the C harness and the reference-case reader.
+TEST_SUPPORT_OBJ := $(filter-out $(B)/obj/tests/c/test_%.o,$(TEST_OBJ))
+BACKEND_SRC := $(wildcard tests/backend/*.c)
+BACKEND_OBJ := $(BACKEND_SRC:%.c=$(B)/obj/%.o)
 EXAMPLES := $(patsubst examples/c/%.c,$(B)/examples/%,$(wildcard examples/c/*.c))
 
 STATIC := $(LIBDIR)/libfoundry.a
@@ -101,6 +106,16 @@ $(B)/tests/run_tests: $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDSAN) -o $@ $(TEST_OBJ) $(STATIC) $(LDLIBS)
 
+$(B)/tests/run_backend: $(BACKEND_OBJ) $(TEST_SUPPORT_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $(BACKEND_OBJ) $(TEST_SUPPORT_OBJ) $(STATIC) $(LDLIBS)
+
+# The test device alone, for the Python tests: its tm_* references resolve
+# against the Python extension, loaded with RTLD_GLOBAL.
+$(B)/tests/libfoundry_testdev.so: $(B)/obj/tests/backend/testdev.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDSAN) -o $@ $< -lpthread
+
 $(B)/examples/%: examples/c/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
@@ -119,8 +134,9 @@ test: test-c
 endif
 
 # examples are built too, so they cannot rot; then the tests run
-test-c: $(B)/tests/run_tests $(EXAMPLES)
+test-c: $(B)/tests/run_tests $(B)/tests/run_backend $(EXAMPLES)
 	$(SANENV) $(RUN) $(B)/tests/run_tests $(T)
+	$(SANENV) $(RUN) $(B)/tests/run_backend $(T)
 
 examples: $(EXAMPLES)
 
@@ -149,7 +165,8 @@ $(PYSTAMP): $(VENV)/bin/python $(STATIC) include/foundry.h \
 	    --no-build-isolation -e bindings/python
 	touch $@
 
-test-python: python
+test-python: python $(B)/tests/libfoundry_testdev.so
+	FOUNDRY_TEST_DEVICE_SO=$(B)/tests/libfoundry_testdev.so \
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 # Installs the cross toolchain and qemu-user when missing (Debian).

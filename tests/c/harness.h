@@ -28,6 +28,9 @@ void tt_fail(const char *file, int line, const char *fmt, ...)
     ;
 /* Failures so far in the running test. */
 int tt_failures(void);
+/* Called after each test, before its leak check (weak: a runner may
+ * define its own). */
+void tt_after_test(void);
 
 #define TEST(name)                                                            \
     static void name(void);                                                   \
