@@ -147,7 +147,8 @@ tm_tensor *tm__sc_gemm(tm__scratch *s, bool ta, bool tb, const tm_tensor *a,
 {
     if (s->st || !a || !b) return NULL;
     /* beta 0: the GEMM writes every element, so no zero fill first */
-    tm_tensor *c = tm__sc_keep(s, tm_empty(shape, nd, dt));
+    tm_tensor *c = tm__sc_keep(s, tm_empty_on(shape, nd, dt,
+                                              tm_device_of(a)));
     if (c && tm_gemm(ta, tb, 1.0, a, b, 0.0, c)) {
         tm__sc_keep(s, NULL);
         return NULL;

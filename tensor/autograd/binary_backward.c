@@ -98,8 +98,8 @@ static tm_status binary_backward(tm__node *n, const tm_tensor *g,
     if (op == TM_OP_FLOOR_DIVIDE) { /* piecewise constant */
         for (int i = 0; i < 2; i++) {
             const tm__edge *e = &n->edges[i];
-            if (need[i] && !(grad_in[i] = tm_zeros(e->shape, e->ndim,
-                                                   e->dtype)))
+            if (need[i] && !(grad_in[i] = tm__grad_zeros(e->shape, e->ndim,
+                                                         e->dtype, g)))
                 return tm_last_status();
         }
         return TM_OK;
@@ -195,7 +195,7 @@ static tm_status scalar_backward(tm__node *n, const tm_tensor *g,
     const scalar_args *p = TM__AG_ARGS(n, scalar_args);
     const tm__edge *e = &n->edges[0];
     if (p->op == TM_OP_FLOOR_DIVIDE) { /* piecewise constant */
-        grad_in[0] = tm_zeros(e->shape, e->ndim, e->dtype);
+        grad_in[0] = tm__grad_zeros(e->shape, e->ndim, e->dtype, g);
         return grad_in[0] ? TM_OK : tm_last_status();
     }
     tm__scratch s = {0};

@@ -29,10 +29,11 @@ static tm_tensor *keep_shape(tm__scratch *s, const tm__node *n,
     return tm__sc_keep(s, tm_reshape(g, ks, e->ndim));
 }
 
-/* A scalar of dtype dt (for comparisons and where). */
-static tm_tensor *sc(tm__scratch *s, double v, tm_dtype dt)
+/* A scalar of dtype dt on like's device (for comparisons and where). */
+static tm_tensor *sc(tm__scratch *s, double v, tm_dtype dt,
+                     const tm_tensor *like)
 {
-    return tm__sc_keep(s, tm_scalar(v, dt));
+    return tm__sc_keep(s, tm_full_on(NULL, 0, v, dt, tm_device_of(like)));
 }
 
 /* mask (bool) as dtype dt, spread evenly: mask / count over the reduced
@@ -53,7 +54,7 @@ static tm_tensor *prod_grad(tm__scratch *s, const tm_tensor *x, tm_tensor *gk,
                             const int *dims, int nd)
 {
     tm_dtype dt = tm_dtype_of(x);
-    tm_tensor *zero = sc(s, 0, dt), *one = sc(s, 1, dt);
+    tm_tensor *zero = sc(s, 0, dt, x), *one = sc(s, 1, dt, x);
     tm_tensor *z = tm__sc_keep(s, tm_eq(x, zero));
     tm_tensor *zf = tm__sc_keep(s, tm_to_dtype(z, dt));
     tm_tensor *nz = tm__sc_keep(s, tm_sum(zf, dims, nd, true));
@@ -78,7 +79,7 @@ static tm_tensor *norm_grad(tm__scratch *s, const tm_tensor *x, tm_tensor *yk,
     if (p == 0) return tm__sc_keep(s, tm_zeros_like(x));
     tm_tensor *sg = tm__sc_keep(s, tm_sign(x));
     if (p == 1) return tm__sc_keep(s, tm_mul(sg, gk));
-    tm_tensor *zero = sc(s, 0, dt), *r;
+    tm_tensor *zero = sc(s, 0, dt, x), *r;
     if (isinf(p)) {
         tm_tensor *ax = tm__sc_keep(s, tm_abs(x));
         tm_tensor *m = tm__sc_keep(s, tm_eq(ax, yk));
@@ -145,7 +146,7 @@ static tm_status reduce_backward(tm__node *n, const tm_tensor *g,
             t1 = tm__sc_keep(&s, tm_mul_scalar(yk, (double)N - p));
             t1 = tm__sc_keep(&s, tm_div(gk, t1));
             t2 = tm__sc_keep(&s, tm_mul(t2, t1));
-            tm_tensor *zero = sc(&s, 0, dt);
+            tm_tensor *zero = sc(&s, 0, dt, yk);
             t1 = tm__sc_keep(&s, tm_eq(yk, zero));
             r = tm__sc_keep(&s, tm_where(t1, zero, t2));
         }
@@ -214,8 +215,8 @@ static tm_status indexed_backward(tm__node *n, const tm_tensor *g,
         gk = tm__sc_keep(&s, tm_unsqueeze(g, d));
         ik = tm__sc_keep(&s, tm_unsqueeze(ix, d));
     }
-    tm_tensor *z = tm__sc_keep(&s, tm_zeros(e->shape, e->ndim,
-                                            tm_dtype_of(g)));
+    tm_tensor *z = tm__sc_keep(&s, tm__grad_zeros(e->shape, e->ndim,
+                                                  tm_dtype_of(g), g));
     if (!s.st) gin[0] = tm_scatter_add(z, d, ik, gk);
     if (!gin[0]) tm__sc_keep(&s, NULL);
     return tm__sc_done(&s, n->name);

@@ -72,7 +72,7 @@ static tm_status norm_backward_fused(tm__node *n, const tm_tensor *g,
     for (int i = 0; i < n->nin && i < 3; i++) {
         const tm__edge *e = &n->edges[i];
         if (!e->needed) continue;
-        out[i] = tm_empty(e->shape, e->ndim, e->dtype);
+        out[i] = tm_empty_on(e->shape, e->ndim, e->dtype, tm_device_of(g));
         if (!out[i]) {
             st = tm_last_status();
             goto done;

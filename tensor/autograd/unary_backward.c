@@ -158,7 +158,7 @@ static tm_status unary_backward(tm__node *n, const tm_tensor *g,
     /* piecewise constant: the gradient is 0 almost everywhere */
     if (p->op == TM_OP_SIGN || p->op == TM_OP_FLOOR || p->op == TM_OP_CEIL ||
         p->op == TM_OP_ROUND || p->op == TM_OP_TRUNC) {
-        grad_in[0] = tm_zeros(e->shape, e->ndim, e->dtype);
+        grad_in[0] = tm__grad_zeros(e->shape, e->ndim, e->dtype, g);
         return grad_in[0] ? TM_OK : tm_last_status();
     }
     tm__scratch s = {0};

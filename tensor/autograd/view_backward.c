@@ -205,11 +205,15 @@ static tm_status as_strided_backward(tm__node *n, const tm_tensor *g,
         gi[0] = tm__grad_zeros(e->shape, e->ndim, e->dtype, g);
         return gi[0] ? TM_OK : tm_last_status();
     }
+    /* Positions come from the geometry alone: computed on the host and
+     * uploaded (no element of g is read here). */
     tm__scratch s = {0};
-    tm_tensor *po = tm__sc_keep(&s, tm_empty(&nout, 1, TM_I64));
-    tm_tensor *pi = tm__sc_keep(&s, tm_empty(&nin, 1, TM_I64));
-    if (s.st) return tm__sc_done(&s, n->name);
-    int64_t *a = tm_data(po), *b = tm_data(pi);
+    int64_t *a = tm__alloc(sizeof(int64_t) * (size_t)nout, n->name);
+    int64_t *b = a ? tm__alloc(sizeof(int64_t) * (size_t)nin, n->name) : NULL;
+    if (!b) {
+        tm__dealloc(a);
+        return tm_last_status();
+    }
     positions(a, p->out_offset, g->shape, p->out_strides, g->ndim, nout);
     positions(b, p->in_offset, e->shape, p->in_strides, e->ndim, nin);
     int64_t lo = a[0], hi = a[0];
@@ -224,6 +228,10 @@ static tm_status as_strided_backward(tm__node *n, const tm_tensor *g,
     for (int64_t k = 0; k < nout; k++) a[k] -= lo;
     for (int64_t k = 0; k < nin; k++) b[k] -= lo;
     int64_t ext = hi - lo + 1;
+    tm_tensor *po = tm__sc_keep(&s, tm_from_buffer(a, &nout, 1, TM_I64));
+    tm_tensor *pi = tm__sc_keep(&s, tm_from_buffer(b, &nin, 1, TM_I64));
+    tm__dealloc(a);
+    tm__dealloc(b);
     tm_tensor *pod = tm__sc_keep(&s, tm_to(po, tm_device_of(g)));
     tm_tensor *pid = tm__sc_keep(&s, tm_to(pi, tm_device_of(g)));
     tm_tensor *acc = tm__sc_keep(&s, tm__grad_zeros(&ext, 1, g->dtype, g));
@@ -232,7 +240,8 @@ static tm_status as_strided_backward(tm__node *n, const tm_tensor *g,
     tm_tensor *r = tm__sc_keep(&s, tm_gather(sum, 0, pid));
     if (!s.st && !no_overlap(e->shape, p->in_strides, e->ndim)) {
         tm_tensor *z = tm__sc_keep(&s, tm__grad_zeros(&ext, 1, g->dtype, g));
-        tm_tensor *ones = tm__sc_keep(&s, tm_ones(&nin, 1, g->dtype));
+        tm_tensor *ones = tm__sc_keep(
+            &s, tm_full_on(&nin, 1, 1.0, g->dtype, tm_device_of(g)));
         tm_tensor *cnt = tm__sc_keep(&s, tm_scatter_add(z, 0, pid, ones));
         tm_tensor *c = tm__sc_keep(&s, tm_gather(cnt, 0, pid));
         r = tm__sc_binary(&s, TM_OP_DIV, r, c);

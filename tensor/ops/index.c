@@ -267,7 +267,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
 
 tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
 {
-    tm_tensor *host = NULL, *ix = NULL, *out = NULL;
+    tm_tensor *ix = NULL, *out = NULL;
     if (tm__check_tensor(__func__, index, "index")) return NULL;
     if (!tm_dtype_is_integer(index->dtype)) {
         TM_ERR(TM_EDTYPE, "index must be an integer tensor, got %s",
@@ -285,15 +285,25 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
         return NULL;
     }
     tm_ctx *cx = tm__ctx(index);
-    /* Range of values, read on the host (device tensors are copied). */
+    /* The range of the values decides the shape and the validity: a
+     * host synchronization (two reductions and their items). */
     ix = index->dtype == TM_I64 ? tm_contiguous(index)
                                 : tm_to_dtype(index, TM_I64);
-    if (!ix || !(host = tm_to(ix, TM_CPU))) goto fail;
-    const int64_t *v = tm_data(host);
+    if (!ix) goto fail;
     int64_t lo = 0, hi = -1;
-    for (int64_t i = 0; i < n; i++) {
-        if (i == 0 || v[i] < lo) lo = v[i];
-        if (i == 0 || v[i] > hi) hi = v[i];
+    if (n > 0) {
+        bool prev = tm_no_grad_begin();
+        tm_tensor *mn = tm_min(ix, NULL, 0, false);
+        tm_tensor *mx = mn ? tm_max(ix, NULL, 0, false) : NULL;
+        tm_no_grad_end(prev);
+        tm_status st = mx ? tm_item_i64(mn, &lo) : tm_last_status();
+        if (!st) st = tm_item_i64(mx, &hi);
+        tm_free(mn);
+        tm_free(mx);
+        if (st) {
+            tm__relabel_error(__func__, st);
+            goto fail;
+        }
     }
     if (n > 0 && lo < 0) {
         TM_ERR(TM_ERANGE, "index value %lld is negative", (long long)lo);
@@ -347,12 +357,10 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
             goto fail;
         }
     }
-    tm_free(host);
     tm_free(ix);
     return out;
 fail:
     tm_free(out);
-    tm_free(host);
     tm_free(ix);
     return NULL;
 }
