@@ -15,6 +15,12 @@
 #include <stdio.h>
 #include <string.h>
 
+static void release_block(void *data, void *user)
+{
+    (void)user;
+    tm__dealloc(data);
+}
+
 static bool idx_dtype(int code, tm_dtype *dt)
 {
     switch (code) {
@@ -85,9 +91,12 @@ static tm_tensor *parse(const uint8_t *b, size_t n, const char *fn,
                  tm__fmt_shape(shape, ndim, sb, sizeof sb));
         return NULL;
     }
-    tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, TM_CPU);
-    if (!t) return NULL;
-    tm__decode_big_endian(tm_data(t), b + header, (size_t)numel, es);
+    /* decoded into a host block that the tensor then owns */
+    void *host = tm__alloc(payload, fn);
+    if (!host) return NULL;
+    tm__decode_big_endian(host, b + header, (size_t)numel, es);
+    tm_tensor *t = tm_wrap(host, shape, NULL, ndim, dt, release_block, NULL);
+    if (!t) tm__relabel_error(fn, tm_last_status());
     return t;
 }
 

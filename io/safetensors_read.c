@@ -161,10 +161,9 @@ static tm_tensor *copy_tensor(const tm_safetensors *f, int i, tm_dtype dt,
                               const char *fn)
 {
     const tm__st_entry *e = &f->t[i];
-    tm_tensor *t = tm__tensor_new(fn, e->shape, e->ndim, dt, TM_CPU);
-    if (!t) return NULL;
-    size_t nb = (size_t)(e->end - e->begin);
-    if (nb) memcpy(tm_data(t), f->bytes + f->data_start + e->begin, nb);
+    tm_tensor *t = tm_from_buffer(f->bytes + f->data_start + e->begin,
+                                  e->shape, e->ndim, dt);
+    if (!t) tm__relabel_error(fn, tm_last_status());
     return t;
 }
 

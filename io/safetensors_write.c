@@ -178,10 +178,6 @@ static tm_status check_args(const char *fn, const char *path, st_item *items,
         if (!t)
             return tm__errf(TM_EINVAL, fn, "%s: tensors[%d] ('%s') is NULL",
                             path, i, nm);
-        if (!tm__on_cpu(t))
-            return tm__errf(TM_EDEVICE, fn, "%s: tensor '%s' is on %s; move it "
-                            "to the CPU first", path, nm,
-                            tm_device_name(tm_device_of(t)));
         int rank = tm_dtype_is_valid(tm_dtype_of(t))
                        ? tm__st_dtype_of(tm_dtype_of(t)) : -1;
         if (rank < 0)
@@ -301,17 +297,17 @@ static tm_status write_file(const char *fn, const char *path,
         tm_tensor *t = items[i].t;
         size_t nb = (size_t)(items[i].end - items[i].begin);
         if (!nb) continue;
-        if (tm_is_contiguous(t)) {
-            st = write_all(fd, tm_data(t), nb, fn, path);
-        } else {
-            tm_tensor *c = tm_contiguous(t);
-            if (!c) {
-                st = tm__relabel_error(fn, tm_last_status());
-                goto fail;
-            }
-            st = write_all(fd, tm_data(c), nb, fn, path);
-            tm_free(c);
+        /* The file gets host bytes: a tensor on another device is copied
+         * to the host first (a synchronization point). */
+        tm_tensor *h = tm_to(t, TM_CPU);
+        tm_tensor *c = h ? tm_contiguous(h) : NULL;
+        tm_free(h);
+        if (!c) {
+            st = tm__relabel_error(fn, tm_last_status());
+            goto fail;
         }
+        st = write_all(fd, tm_data(c), nb, fn, path);
+        tm_free(c);
         if (st) goto fail;
     }
     if (sync && fsync(fd) != 0) {
