@@ -245,7 +245,9 @@ tm_tensor *tm_wrap(void *data, const int64_t *shape, const int64_t *strides,
  * truncates toward zero, saturates at the integer's range and maps NaN to
  * 0; anything to BOOL is (x != 0); BOOL is 0 or 1.  Always a new tensor. */
 tm_tensor *tm_to_dtype(const tm_tensor *t, tm_dtype dt);
-/* `t` on `dev` (a new reference to `t` itself when already there). */
+/* `t` on `dev` (a new reference to `t` itself when already there).  A copy
+ * off an accelerator waits for it and reports its pending error (a host
+ * synchronization point); a copy onto one is queued. */
 tm_tensor *tm_to(const tm_tensor *t, tm_device dev);
 /* Copies `src` into `dst` in place: src broadcast to dst's shape and
  * converted to dst's dtype.  Overlapping memory is handled. */
@@ -253,10 +255,12 @@ tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src);
 /* Fills `dst` with `value` (converted to its dtype). */
 tm_status tm_fill_(tm_tensor *dst, double value);
 /* Copies the elements of `t` in row-major order, converted to `dt`, into
- * `dst` (`size` bytes, which must be at least numel * size of dt). */
+ * `dst` (`size` bytes, which must be at least numel * size of dt).  Waits
+ * for t's device (a host synchronization point). */
 tm_status tm_copy_to_buffer(const tm_tensor *t, void *dst, size_t size,
                             tm_dtype dt);
-/* The single element of a one-element tensor, as double / int64. */
+/* The single element of a one-element tensor, as double / int64.  Waits
+ * for t's device (a host synchronization point), as tm_get does. */
 tm_status tm_item(const tm_tensor *t, double *out);
 tm_status tm_item_i64(const tm_tensor *t, int64_t *out);
 /* Element at multi-index idx[ndim] (negative indices allowed). */
