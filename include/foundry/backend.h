@@ -209,10 +209,10 @@ typedef struct tm_backend {
     /* How many devices of this type there are (NULL: one). */
     int (*device_count)(void);
     /* Opens device tm_ctx_device(ctx).index: creates its stream and stores
-     * its state with tm_ctx_set_impl (NULL: nothing to open). */
+     * its state with tm_ctx_set_impl (NULL: nothing to open).  A context
+     * lives until the process ends (storages point at it), so there is no
+     * close. */
     tm_status (*open)(tm_ctx *ctx);
-    /* Waits for the stream, then releases what `open` made. */
-    void (*close)(tm_ctx *ctx);
     /* Waits until all work queued on the stream has run; errors that work
      * found have gone to tm_ctx_fail (NULL: the backend is synchronous). */
     void (*synchronize)(tm_ctx *ctx);

@@ -160,15 +160,6 @@ void tm__dev_free(tm_ctx *cx, void *handle, size_t block)
     }
 }
 
-void tm__dev_pool_free(tm_ctx *cx)
-{
-    if (!cx->pool) return;
-    tm__dev_trim(cx, 0);
-    pthread_mutex_destroy(&cx->pool->lock);
-    tm__dealloc(cx->pool);
-    cx->pool = NULL;
-}
-
 /* ------------------------------------------------------------ public API */
 
 static tm_ctx *tm__pool_ctx(const char *fn, tm_device dev)

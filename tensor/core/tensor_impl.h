@@ -131,8 +131,6 @@ tm_status tm__sync(const char *fn, tm_ctx *cx);
 void *tm__dev_alloc(const char *fn, tm_ctx *cx, size_t bytes, size_t *block);
 void tm__dev_free(tm_ctx *cx, void *handle, size_t block);
 tm__dev_pool *tm__dev_pool_new(void);
-/* Empties the pool's cache into the backend, then frees the pool. */
-void tm__dev_pool_free(tm_ctx *cx);
 
 /* ------------------------------------------------ dtype fallback staging
  * When a backend's `supports` declines an entry's dtypes, the front end
