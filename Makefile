@@ -245,4 +245,4 @@ fuzz-corpus-run: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 clean:
 	rm -rf build lib
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BACKEND_OBJ:.o=.d)
