@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from . import _c
-from ._base import (DEVICES, GradFn, Size, error, ptr, wrap,
+from ._base import (GradFn, Size, device_of_c, error, ptr, wrap,
                     wrap_borrowed)
 from ._c import ffi, lib
 from ._convert import _Conversion
@@ -133,14 +133,21 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     @property
     def device(self):
-        """Where the memory is, a foundry.device.  Mirrors
-        torch.Tensor.device."""
-        return DEVICES[lib.tm_device_of(self._p)]
+        """Where the memory is, a foundry.device: device(type='cpu') for
+        the CPU (no index), device(type='cuda', index=0) and so on for
+        others.  Mirrors torch.Tensor.device."""
+        return device_of_c(lib.tm_device_of(self._p))
 
     @property
     def is_cpu(self):
         """True for a tensor in CPU memory.  Mirrors torch.Tensor.is_cpu."""
-        return lib.tm_device_of(self._p) == lib.TM_CPU
+        return lib.tm_device_of(self._p).type == lib.TM_DEVICE_CPU
+
+    @property
+    def is_cuda(self):
+        """True for a tensor on a CUDA device.  Mirrors
+        torch.Tensor.is_cuda."""
+        return lib.tm_device_of(self._p).type == lib.TM_DEVICE_CUDA
 
     def element_size(self):
         """Bytes per element.  Mirrors torch.Tensor.element_size."""
@@ -162,9 +169,15 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
         return bool(lib.tm_dtype_is_float(lib.tm_dtype_of(self._p)))
 
     def data_ptr(self):
-        """The address of the first element.  Mirrors
-        torch.Tensor.data_ptr."""
-        return int(ffi.cast("uintptr_t", lib.tm_data(self._p)))
+        """The address of the first element (0 for a tensor without
+        elements).  Host memory only: a tensor on another device raises
+        FoundryDeviceError (its memory is a backend handle, not an
+        address).  Mirrors torch.Tensor.data_ptr."""
+        p = lib.tm_data(self._p)
+        if p == ffi.NULL and lib.tm_device_of(self._p).type != \
+                lib.TM_DEVICE_CPU:
+            raise error()
+        return int(ffi.cast("uintptr_t", p))
 
     # ---------------------------------------------------------- autograd
     @property
@@ -252,8 +265,9 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
         if dt.np is None:
             raise TypeError(f"numpy has no {dt.name}; convert first, e.g. "
                             f"t.float().numpy()")
-        if lib.tm_device_of(self._p) != lib.TM_CPU:
-            raise TypeError("numpy() needs a CPU tensor; use .cpu() first")
+        if not self.is_cpu:
+            raise TypeError(f"numpy() needs a CPU tensor, not one on "
+                            f"{self.device}; use .cpu() first")
         p = self._p
         n = lib.tm_ndim(p)
         size = dt.itemsize
@@ -290,7 +304,7 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
     def tolist(self):
         """The elements as nested Python lists (a number for 0-d).
         Mirrors torch.Tensor.tolist."""
-        t = self.detach()
+        t = self.detach().cpu()
         if t.dtype is _c.bfloat16:
             t = t.float()
         return np.asarray(t).tolist()
@@ -337,8 +351,10 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     def __reduce_ex__(self, proto):
         from ._create import tensor
-        return (tensor, (self.tolist(), self.dtype.name,
-                         self.requires_grad))
+        args = (self.tolist(), self.dtype.name, self.requires_grad)
+        if not self.is_cpu:  # unpickled onto the same device
+            args += (str(self.device),)
+        return (tensor, args)
 
     def __copy__(self):
         return self.clone().detach().requires_grad_(self.requires_grad)
