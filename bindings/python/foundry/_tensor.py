@@ -33,6 +33,15 @@ from ._ops_unary import _Elementwise
 from ._random import _RandomFills
 
 
+def _fits(g, p):
+    """True when gradient g (C) has tensor p's shape, dtype and device."""
+    n = lib.tm_ndim(p)
+    return (lib.tm_ndim(g) == n and
+            ffi.unpack(lib.tm_shape(g), n) == ffi.unpack(lib.tm_shape(p), n)
+            and lib.tm_dtype_of(g) == lib.tm_dtype_of(p) and
+            lib.tm_device_eq(lib.tm_device_of(g), lib.tm_device_of(p)))
+
+
 class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
              _Conversion, _RandomFills):
     """An n-dimensional array on a device, with autograd.
@@ -254,9 +263,38 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     @property
     def data(self):
-        """detach(): the same memory without autograd.  Mirrors
+        """detach(): the same memory without autograd.  Setting it makes
+        self (the same Python object) view another tensor's memory, shape,
+        dtype and device, keeping self's requires_grad; a gradient that no
+        longer fits (another shape, dtype or device) is dropped.  Mirrors
         torch.Tensor.data."""
         return wrap(lib.tm_detach(self._p))
+
+    @data.setter
+    def data(self, new):
+        self._set_data(ptr(new, "data"))
+
+    def _set_data(self, src, grad=None, keep_grad=True):
+        """Points self at a detached view of the C tensor `src`, in place:
+        objects holding self (a module, an optimizer) see the new memory.
+        The gradient becomes `grad` (a Tensor) when given, else the old one
+        when keep_grad and it still fits, else none."""
+        p = lib.tm_detach(src)
+        if not p:
+            raise error()
+        old = self._p
+        try:
+            if lib.tm_requires_grad(old):
+                _c.check(lib.tm_requires_grad_(p, True))
+                g = grad._p if grad is not None else \
+                    (lib.tm_grad(old) if keep_grad else ffi.NULL)
+                if g and _fits(g, p):
+                    _c.check(lib.tm_set_grad(p, g))
+        except BaseException:
+            lib.tm_free(p)
+            raise
+        self._p = p
+        lib.tm_free(old)
 
     # ----------------------------------------------------------- numpy
     @property
