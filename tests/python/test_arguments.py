@@ -1,6 +1,7 @@
 """No argument is silently ignored: one that is accepted is honoured, or
-refused with NotImplementedError naming it (a representative set of the
-package's signatures)."""
+refused with NotImplementedError naming it; a device that is not available
+is refused with FoundryDeviceError (a RuntimeError) naming it (a
+representative set of the package's signatures)."""
 import numpy as np
 import pytest
 
@@ -37,8 +38,8 @@ def test_factories_create_on_the_cpu_or_refuse_the_device(name):
     make = FACTORIES[name]
     for dev in (None, "cpu", F.device("cpu"), "cpu:0"):
         assert make(device=dev).device == "cpu"
-    if not F._c.lib.tm_device_available(F._c.lib.TM_CUDA):
-        with pytest.raises(NotImplementedError, match="device='cuda'"):
+    if not F.is_available("cuda"):  # refused, naming the argument
+        with pytest.raises(RuntimeError, match="device='cuda'"):
             make(device="cuda")
     with pytest.raises(ValueError):
         make(device="tpu")  # not a device at all
@@ -98,13 +99,14 @@ def test_array_copy_false_refuses_a_conversion():
     assert np.asarray(t, dtype=np.float64).dtype == np.float64
 
 
-def test_safe_open_refuses_a_device_without_a_backend(tmp_path):
+def test_safe_open_refuses_an_unavailable_device(tmp_path):
     path = tmp_path / "t.safetensors"
     F.save_file({"a": F.ones(2)}, path)
     with F.safe_open(path, device="cpu") as f:
         assert f.get_tensor("a").tolist() == [1.0, 1.0]
-    with pytest.raises(NotImplementedError, match="device='cuda'"):
-        F.load_file(path, device="cuda")
+    if not F.is_available("cuda"):
+        with pytest.raises(RuntimeError, match="device='cuda'"):
+            F.load_file(path, device="cuda")
 
 
 def test_sort_and_topk_flags_are_honoured():

@@ -212,7 +212,7 @@ def test_threads_and_memory_stats():
     assert F.get_num_threads() == n
     before = F.memory_stats()["current_bytes"]
     x = F.zeros(1 << 20)
-    assert F.memory_stats()["current_bytes"] >= before + 4 << 20
+    assert F.memory_stats()["current_bytes"] >= before + (4 << 20)
     del x
     gc.collect()
     assert F.memory_stats()["current_bytes"] == before

@@ -51,11 +51,12 @@ def ptr(x, what="argument"):
 
 def as_tensor_like(x, like):
     """x as a Tensor: Tensors pass through; numbers and arrays become a
-    tensor of `like`'s dtype (for ops that take tensors only)."""
+    tensor of `like`'s dtype on `like`'s device (for ops that take tensors
+    only)."""
     if isinstance(x, _tensor.Tensor):
         return x
     from ._create import tensor
-    return tensor(x, dtype=like.dtype)
+    return tensor(x, dtype=like.dtype, device=like.device)
 
 
 def int64_array(values, what):
@@ -150,61 +151,179 @@ class Size(tuple):
         return n
 
 
+# Device types by name, read from the C enum (tm_device_type) so the two
+# cannot drift: {"cpu": TM_DEVICE_CPU, "cuda": ..., "metal": ..., "test": ...}.
+DEVICE_TYPES = {ffi.string(lib.tm_device_type_name(v)).decode(): v
+                for v in sorted(ffi.typeof("tm_device_type").elements)}
+_TYPE_NAMES = {v: k for k, v in DEVICE_TYPES.items()}
+
+
+def _device_error(msg):
+    """The error of a string or index that is not a device: the class of
+    TM_EINVAL (a ValueError that is also a RuntimeError, as torch raises)."""
+    return _c.error_class(lib.TM_EINVAL)(msg)
+
+
+def _parse(s):
+    """(type name, index or None) of a device string, parsed by the C
+    library (tm_device_parse), whose message an invalid string raises."""
+    out = ffi.new("tm_device *")
+    _c.check(lib.tm_device_parse(s.encode(), out))
+    return _TYPE_NAMES[out.type], (out.index if ":" in s else None)
+
+
 class device:
-    """Where a tensor lives: foundry.device('cpu').  Mirrors torch.device
-    (an index such as 'cuda:0' is accepted and dropped: one device per
-    kind)."""
+    """Where a tensor lives: a type ("cpu", "cuda", "metal", "test") and an
+    index.  Mirrors torch.device:
 
-    __slots__ = ("type",)
-    _NAMES = {"cpu": lib.TM_CPU, "cuda": lib.TM_CUDA, "metal": lib.TM_METAL}
+        device("cuda:1")       device("cuda", 1)       device(1)  # cuda:1
+        device("cuda")         # index None: the type's default device, 0
+        device(other_device)
 
-    def __init__(self, type="cpu"):
+    `index` is None when none was given (a bare "cuda"); the C library
+    then uses index 0, as PyTorch uses the current device, and a tensor
+    created there reports "cuda:0".  A CPU tensor reports "cpu".  Invalid
+    strings and negative or out-of-range indices raise the library's
+    message as a ValueError that is also a RuntimeError (torch raises
+    RuntimeError).  Equal devices have equal type and index (so "cuda" !=
+    "cuda:0", as in torch); unlike torch, a device also equals the string
+    it prints as (device("cpu") == "cpu").  Immutable and hashable."""
+
+    __slots__ = ("_type", "_index", "_cdev")
+
+    def __init__(self, type, index=None):
         if isinstance(type, device):
-            type = type.type
-        name = str(type).split(":")[0]
-        if name not in self._NAMES:
-            raise ValueError(f"unknown device {type!r}; expected one of "
-                             f"{sorted(self._NAMES)}")
-        self.type = name
+            if index is not None:
+                raise TypeError("device(device, index): give the index in "
+                                "a type string instead")
+            name, idx = type._type, type._index
+        elif isinstance(type, str):
+            name, idx = _parse(type)
+            if index is not None:
+                if idx is not None:
+                    raise _device_error(
+                        f"type (string) must not include an index because "
+                        f"index was passed explicitly: {type}")
+                idx = _index_arg(index)
+                _parse(f"{name}:{idx}")  # the library's range check
+        elif isinstance(type, _Integral) and not isinstance(type, bool):
+            if index is not None:
+                raise TypeError("device(int) takes no index: the int is "
+                                "the cuda index")
+            name, idx = "cuda", _index_arg(type)
+            _parse(f"cuda:{idx}")
+        else:
+            raise TypeError(f"device() expects a str, an int or a "
+                            f"foundry.device, not {_typename(type)}")
+        object.__setattr__(self, "_type", name)
+        object.__setattr__(self, "_index", idx)
+        object.__setattr__(self, "_cdev", ffi.new("tm_device *", {
+            "type": DEVICE_TYPES[name], "index": idx or 0}))
+
+    @property
+    def type(self):
+        """The device type: "cpu", "cuda", "metal" or "test"."""
+        return self._type
+
+    @property
+    def index(self):
+        """The index (int), or None when none was given."""
+        return self._index
 
     @property
     def c(self):
-        """The C tm_device value."""
-        return self._NAMES[self.type]
+        """The C tm_device value (index 0 for a None index)."""
+        return self._cdev[0]
+
+    def __setattr__(self, name, value):
+        raise AttributeError("foundry.device is immutable")
 
     def __eq__(self, other):
-        try:
-            return device(other).type == self.type
-        except (ValueError, TypeError):
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except ValueError:
+                return False
+        if not isinstance(other, device):
             return NotImplemented
+        return (self._type, self._index) == (other._type, other._index)
 
     def __hash__(self):
-        return hash(self.type)
+        # equal to its string, so the hash is the string's
+        return hash(str(self))
 
     def __str__(self):
-        return self.type
+        if self._index is None:
+            return self._type
+        return f"{self._type}:{self._index}"
 
     def __repr__(self):
-        return f"device(type='{self.type}')"
+        if self._index is None:
+            return f"device(type='{self._type}')"
+        return f"device(type='{self._type}', index={self._index})"
+
+    def __reduce__(self):
+        return (device, (self._type, self._index))
 
 
-DEVICES = {lib.TM_CPU: device("cpu"), lib.TM_CUDA: device("cuda"),
-           lib.TM_METAL: device("metal")}
+def _typename(x):
+    return type(x).__name__
+
+
+def _index_arg(index):
+    if isinstance(index, bool) or not isinstance(index, _Integral):
+        raise TypeError(f"a device index must be an int, not "
+                        f"{_typename(index)}")
+    if index < 0:
+        raise _device_error("Device index must not be negative")
+    return int(index)
+
+
+CPU = device("cpu")
+# foundry.device of each C device seen (tm_device_of): a CPU tensor
+# reports "cpu" (no index) and any other its index, as torch does.
+_BY_C = {}
+
+
+def device_of_c(d):
+    """The foundry.device of a C tm_device value."""
+    key = (d.type, d.index)
+    dev = _BY_C.get(key)
+    if dev is None:
+        name = _TYPE_NAMES[d.type]
+        dev = CPU if name == "cpu" else device(name, d.index)
+        _BY_C[key] = dev
+    return dev
+
+
+def as_device(dev):
+    """dev (a device, a string or an int; None: the CPU) as a
+    foundry.device."""
+    if dev is None:
+        return CPU
+    return dev if isinstance(dev, device) else device(dev)
+
+
+def unavailable(d, what):
+    """The error of a device that is not available (the library's reason,
+    from tm_last_error, after `what`): a FoundryDeviceError, which is a
+    RuntimeError."""
+    why = ffi.string(lib.tm_last_error()).decode("utf-8", "replace")
+    lib.tm_clear_error()
+    return _c.error_class(lib.TM_EDEVICE)(
+        f"{what}: device {d} is not available" + (f": {why}" if why else ""))
 
 
 def device_arg(dev, fn):
-    """The device a factory was asked for: None (the CPU) or a device whose
-    backend this build has; any other device raises NotImplementedError
-    naming the argument, instead of creating the tensor on the CPU."""
+    """The device a function was asked for: None when dev is None (the
+    function's default), else a foundry.device that is available now, so
+    that an unavailable one raises FoundryDeviceError (a RuntimeError)
+    naming the argument rather than failing midway."""
     if dev is None:
         return None
-    d = device(dev)
-    if d.c == lib.TM_CPU:
-        return None
-    if not lib.tm_device_available(d.c):
-        raise NotImplementedError(
-            f"{fn}(device={str(dev)!r}): this build of the library has no "
-            f"{d.type} backend; only the CPU")
+    d = as_device(dev)
+    if d.type != "cpu" and not lib.tm_device_available(d.c):
+        raise unavailable(d, f"{fn}(device={str(dev)!r})")
     return d
 
 

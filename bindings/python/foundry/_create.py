@@ -1,12 +1,22 @@
 """Tensor creation: from Python data and numpy arrays, and the factories
-(zeros, ones, full, arange, rand, ...)."""
+(zeros, ones, full, arange, rand, ...).
+
+device= (a foundry.device, a string or an int; None: the CPU, or the
+input's device for the *_like functions) says where the tensor is made.
+An unavailable device raises FoundryDeviceError (a RuntimeError) naming
+the argument.  Filled and random tensors are made on the device itself
+(tm_empty_on / tm_full_on, then the device's own fill or random kernel:
+the same numbers as on the CPU); tensors of given values (tensor, arange,
+linspace, eye, randperm) are made on the CPU and copied there, as the C
+library makes those on the CPU only.
+"""
 import numbers
 import operator
 
 import numpy as np
 
 from . import _c
-from ._base import device_arg, shape_args, to_dtype, unsupported, wrap
+from ._base import device_arg, ptr, shape_args, to_dtype, unsupported, wrap
 from ._c import check, ffi, lib
 from ._exports import export
 from ._random import int_bounds, with_rng
@@ -26,7 +36,7 @@ def _np_dtype_of(arr):
 
 
 def _finish(t, requires_grad, dev=None):
-    """t moved to dev (a device from device_arg; None: stays on the CPU),
+    """t moved to dev (a device from device_arg; None: stays where it is),
     then marked as requiring grad when asked."""
     if dev is not None:
         t = t.to(dev)
@@ -162,11 +172,18 @@ def _dt(dtype, default=_c.float32):
     return default if dtype is None else to_dtype(dtype)
 
 
-def _factory(name, c_fn, what):
+def _on_cpu(dev):
+    return dev is None or dev.type == "cpu"
+
+
+def _factory(name, c_fn, value, what):
     def make(*size, dtype=None, requires_grad=False, device=None):
         dev = device_arg(device, name)
         s, n = shape_args(size)
-        return _finish(wrap(c_fn(s, n, _dt(dtype).c)), requires_grad, dev)
+        dt = _dt(dtype).c
+        t = wrap(c_fn(s, n, dt) if _on_cpu(dev) else
+                 lib.tm_full_on(s, n, value, dt, dev.c))
+        return _finish(t, requires_grad)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
                     f"sequence); float32 unless dtype is given.  Mirrors "
@@ -174,8 +191,8 @@ def _factory(name, c_fn, what):
     return export(make)
 
 
-zeros = _factory("zeros", lib.tm_zeros, "zeros")
-ones = _factory("ones", lib.tm_ones, "ones")
+zeros = _factory("zeros", lib.tm_zeros, 0.0, "zeros")
+ones = _factory("ones", lib.tm_ones, 1.0, "ones")
 
 
 @export
@@ -187,7 +204,9 @@ def empty(*size, dtype=None, requires_grad=False, device=None,
     dev = device_arg(device, "empty")
     _no_pinning(pin_memory, "empty")
     s, n = shape_args(size)
-    return _finish(wrap(lib.tm_empty(s, n, _dt(dtype).c)), requires_grad, dev)
+    dt = _dt(dtype).c
+    return _finish(wrap(lib.tm_empty(s, n, dt) if _on_cpu(dev) else
+                        lib.tm_empty_on(s, n, dt, dev.c)), requires_grad)
 
 
 def _random_factory(name, c_default, c_fill, what):
@@ -199,13 +218,14 @@ def _random_factory(name, c_default, c_fill, what):
         _no_pinning(pin_memory, name)
         s, n = shape_args(size)
         dt = _dt(dtype).c
-        if generator is None:
+        if generator is None and _on_cpu(dev):
             t = wrap(c_default(s, n, dt))
-        else:
-            t = wrap(lib.tm_empty(s, n, dt))
+        else:  # the fill draws what c_default would, on any device
+            t = wrap(lib.tm_empty(s, n, dt) if _on_cpu(dev) else
+                     lib.tm_empty_on(s, n, dt, dev.c))
             p = t._p
             with_rng(generator, lambda r: check(c_fill(p, r)))
-        return _finish(t, requires_grad, dev)
+        return _finish(t, requires_grad)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = (f"A tensor of {what} of the given size (ints or one "
                     f"sequence); float32 unless dtype is given (a float "
@@ -239,8 +259,9 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     dev = device_arg(device, "full")
     s, n = shape_args((size,))
     dt = _scalar_dtype(fill_value) if dtype is None else to_dtype(dtype)
-    return _finish(wrap(lib.tm_full(s, n, float(fill_value), dt.c)),
-                   requires_grad, dev)
+    v = float(fill_value)
+    return _finish(wrap(lib.tm_full(s, n, v, dt.c) if _on_cpu(dev) else
+                        lib.tm_full_on(s, n, v, dt.c, dev.c)), requires_grad)
 
 
 @export
@@ -304,11 +325,13 @@ def randint(low, high=None, size=None, dtype=None, requires_grad=False,
     s, n = shape_args((size,))
     low, high = int_bounds(low, high, "randint")
     dt = _dt(dtype, _c.int64).c
-    if generator is None:
+    if generator is None and _on_cpu(dev):
         t = wrap(lib.tm_randint(low, high, s, n, dt))
     else:
-        t = _randint_into(wrap(lib.tm_empty(s, n, dt)), low, high, generator)
-    return _finish(t, requires_grad, dev)
+        t = _randint_into(wrap(lib.tm_empty(s, n, dt) if _on_cpu(dev) else
+                               lib.tm_empty_on(s, n, dt, dev.c)),
+                          low, high, generator)
+    return _finish(t, requires_grad)
 
 
 @export
@@ -330,21 +353,30 @@ def randperm(n, *, generator=None, dtype=None, requires_grad=False,
     return _finish(t, requires_grad, dev)
 
 
-def _like(name, c_fn, what):
+def _like_device(input, device, fn):
+    """The C device of a *_like result: input's unless device is given."""
+    dev = device_arg(device, fn)
+    return lib.tm_device_of(ptr(input, "input")) if dev is None else dev.c
+
+
+def _like(name, value, what):
     def make(input, dtype=None, requires_grad=False, device=None):
-        dev = device_arg(device, name)
+        dev = _like_device(input, device, name)
         dt = input.dtype if dtype is None else to_dtype(dtype)
         s = lib.tm_shape(input._p)
-        return _finish(wrap(c_fn(s, input.ndim, dt.c)), requires_grad, dev)
+        t = wrap(lib.tm_empty_on(s, input.ndim, dt.c, dev) if value is None
+                 else lib.tm_full_on(s, input.ndim, value, dt.c, dev))
+        return _finish(t, requires_grad)
     make.__name__ = make.__qualname__ = name
-    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
-                    f"dtype is given).  Mirrors torch.{name}.")
+    make.__doc__ = (f"A tensor of {what} of input's shape, dtype and device "
+                    f"(unless dtype / device is given).  Mirrors "
+                    f"torch.{name}.")
     return export(make)
 
 
-zeros_like = _like("zeros_like", lib.tm_zeros, "zeros")
-ones_like = _like("ones_like", lib.tm_ones, "ones")
-empty_like = _like("empty_like", lib.tm_empty, "uninitialised elements")
+zeros_like = _like("zeros_like", 0.0, "zeros")
+ones_like = _like("ones_like", 1.0, "ones")
+empty_like = _like("empty_like", None, "uninitialised elements")
 
 
 def _random_like(name, factory, what):
@@ -352,11 +384,13 @@ def _random_like(name, factory, what):
              generator=None):
         dt = input.dtype if dtype is None else dtype
         return factory(input.shape, generator=generator, dtype=dt,
-                       requires_grad=requires_grad, device=device)
+                       requires_grad=requires_grad,
+                       device=input.device if device is None else device)
     make.__name__ = make.__qualname__ = name
-    make.__doc__ = (f"A tensor of {what} of input's shape and dtype (unless "
-                    f"dtype is given), drawn from `generator` (None: the "
-                    f"default generator).  Mirrors torch.{name}.")
+    make.__doc__ = (f"A tensor of {what} of input's shape, dtype and device "
+                    f"(unless dtype / device is given), drawn from "
+                    f"`generator` (None: the default generator).  Mirrors "
+                    f"torch.{name}.")
     return export(make)
 
 
@@ -367,24 +401,26 @@ randn_like = _random_like("randn_like", randn, "standard normal numbers")
 @export
 def full_like(input, fill_value, dtype=None, requires_grad=False,
               device=None):
-    """A tensor of input's shape and dtype (unless dtype is given) filled
-    with fill_value.  Mirrors torch.full_like."""
-    dev = device_arg(device, "full_like")
+    """A tensor of input's shape, dtype and device (unless dtype / device
+    is given) filled with fill_value.  Mirrors torch.full_like."""
+    dev = _like_device(input, device, "full_like")
     dt = input.dtype if dtype is None else to_dtype(dtype)
-    return _finish(wrap(lib.tm_full(lib.tm_shape(input._p), input.ndim,
-                                    float(fill_value), dt.c)), requires_grad,
-                   dev)
+    return _finish(wrap(lib.tm_full_on(lib.tm_shape(input._p), input.ndim,
+                                       float(fill_value), dt.c, dev)),
+                   requires_grad)
 
 
 @export
 def randint_like(input, low=0, high=None, dtype=None, *, generator=None,
                  requires_grad=False, device=None):
-    """Integers in [low, high) of input's shape and dtype (unless dtype is
-    given); randint_like(input, high) starts at 0.  Drawn from `generator`
-    (None: the default generator).  Mirrors torch.randint_like."""
+    """Integers in [low, high) of input's shape, dtype and device (unless
+    dtype / device is given); randint_like(input, high) starts at 0.  Drawn
+    from `generator` (None: the default generator).  Mirrors
+    torch.randint_like."""
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape,
                    dtype=input.dtype if dtype is None else dtype,
-                   requires_grad=requires_grad, device=device,
+                   requires_grad=requires_grad,
+                   device=input.device if device is None else device,
                    generator=generator)

@@ -73,7 +73,7 @@ def _render(arr, fmt, width, indent, summarise):
 
 def tensor_repr(t):
     dt = t.dtype
-    src = t.detach()
+    src = t.detach().cpu()
     if dt.np is None:
         src = src.float()
     arr = np.asarray(src)
@@ -82,7 +82,8 @@ def tensor_repr(t):
     shown = _summary_view(arr, summarise)
     fmt = _formatter(shown)
     width = max((len(fmt(x)) for x in shown.ravel()), default=0)
-    extras = []
+    # torch's order: device, size, dtype, then autograd
+    extras = [] if t.is_cpu else [f"device='{t.device}'"]
     if arr.size == 0:
         body = "[]"
         if arr.ndim != 1:

@@ -8,6 +8,9 @@ several of them broadcast together, and their result dims go where numpy
 puts them (in place when the advanced indices are adjacent, else first).
 Everything is built from differentiable library ops (select, slice,
 permute, index_select, scatter), so indexing records for autograd.
+Index tensors and values made from Python data, and index tensors on
+another device, are put on the indexed tensor's device (as torch accepts
+CPU indices for a tensor on an accelerator).
 """
 import numbers
 import operator
@@ -22,8 +25,9 @@ from ._exports import export
 _END = 2 ** 63 - 1
 
 
-def _as_index_tensor(x):
-    """Lists / arrays / tensors used as advanced indices -> Tensor."""
+def _as_index_tensor(x, dev):
+    """Lists / arrays / tensors used as advanced indices -> Tensor (a new
+    one on device dev)."""
     from ._create import tensor
     if isinstance(x, _tensor.Tensor):
         return x
@@ -36,11 +40,13 @@ def _as_index_tensor(x):
                              f"bool masks and integer tensors are valid "
                              f"indices (got {type(x).__name__} of "
                              f"{arr.dtype})")
-    return tensor(arr if arr.dtype.kind == "b" else arr.astype(np.int64))
+    return tensor(arr if arr.dtype.kind == "b" else arr.astype(np.int64),
+                  device=dev)
 
 
-def _normalise(key, ndim):
-    """key -> a list of items with the Ellipsis expanded."""
+def _normalise(key, t):
+    """key -> a list of items with the Ellipsis expanded, for tensor t."""
+    ndim = t.ndim
     Tensor = _tensor.Tensor
     if not isinstance(key, tuple):
         key = (key,)
@@ -49,7 +55,7 @@ def _normalise(key, ndim):
         if isinstance(k, (list, np.ndarray)) or (
                 isinstance(k, Tensor) and k.ndim > 0) or (
                 isinstance(k, Tensor) and k.dtype is _c.bool_):
-            items.append(_as_index_tensor(k))
+            items.append(_as_index_tensor(k, t.device))
         elif isinstance(k, Tensor):  # 0-d integer tensor: an int
             if k.is_floating_point():
                 raise IndexError("tensors used as indices must be integer "
@@ -108,15 +114,17 @@ def _basic(t, items):
                     raise IndexError(
                         f"mask of shape {list(k.shape)} does not match the "
                         f"indexed dims {list(shape)}")
-                for j, nz in enumerate(k.detach().numpy().nonzero()):
+                for j, nz in enumerate(
+                        k.detach().cpu().numpy().nonzero()):
                     from ._create import from_numpy
-                    adv.append((d + j, from_numpy(nz.astype(np.int64))))
+                    adv.append((d + j, from_numpy(nz.astype(np.int64))
+                                .to(v.device)))
                 d += k.ndim
             elif k.is_floating_point():
                 raise IndexError("tensors used as indices must be integer "
                                  "or bool, not " + k.dtype.name)
             else:
-                adv.append((d, k))
+                adv.append((d, k.to(v.device)))
                 d += 1
         else:
             raise IndexError(f"only integers, slices, None, Ellipsis, bool "
@@ -168,7 +176,7 @@ def _getitem(t, key):
     tensors, lists or arrays and bool masks give copies, broadcast together,
     with numpy's placement of the advanced dims.  Recorded for autograd.
     Mirrors torch.Tensor.__getitem__."""
-    items = _normalise(key, t.ndim)
+    items = _normalise(key, t)
     v, adv = _basic(t, items)
     if not adv:
         return v
@@ -187,17 +195,18 @@ def _getitem(t, key):
 
 
 def _value_tensor(value, like):
+    """The value of an assignment as a tensor on like's device."""
     from ._create import tensor
     if isinstance(value, _tensor.Tensor):
-        return value
-    return tensor(value, dtype=like.dtype)
+        return value.to(like.device)
+    return tensor(value, dtype=like.dtype, device=like.device)
 
 
 def _setitem(t, key, value):
     """t[key] = value (a number, tensor or array, broadcast to the indexed
     shape); writes into t.  Duplicate advanced indices: the last write
     wins.  Mirrors torch.Tensor.__setitem__."""
-    items = _normalise(key, t.ndim)
+    items = _normalise(key, t)
     v, adv = _basic(t, items)
     if not adv:
         if isinstance(value, SCALAR):

@@ -32,8 +32,11 @@ class Generator:
     0).  Drawing from it never moves the default generator, and two
     generators with the same seed give the same numbers.  Its state is
     (key, counter), 16 bytes (get_state / set_state).  Safe to share
-    between threads (draws take a lock).  Mirrors torch.Generator (CPU);
-    the numbers differ from PyTorch's for the same seed."""
+    between threads (draws take a lock).  `device` (an available device)
+    is recorded as the generator's device; a generator draws the same
+    numbers for a tensor on any device, since every backend runs the same
+    Philox stream.  Mirrors torch.Generator; the numbers differ from
+    PyTorch's for the same seed."""
 
     __slots__ = ("_rng", "_lock", "_device", "__weakref__")
 
@@ -45,7 +48,8 @@ class Generator:
 
     @property
     def device(self):
-        """The device the generator is for (foundry.device('cpu'))."""
+        """The device the generator was made for (foundry.device('cpu')
+        by default)."""
         return self._device
 
     def manual_seed(self, seed):

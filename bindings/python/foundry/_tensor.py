@@ -20,7 +20,7 @@ import operator
 import numpy as np
 
 from . import _c
-from ._base import (DEVICES, GradFn, Size, error, ptr, wrap,
+from ._base import (GradFn, Size, device_of_c, error, ptr, wrap,
                     wrap_borrowed)
 from ._c import ffi, lib
 from ._convert import _Conversion
@@ -31,6 +31,15 @@ from ._ops_reduce import _Reductions
 from ._ops_shape import _Shape
 from ._ops_unary import _Elementwise
 from ._random import _RandomFills
+
+
+def _fits(g, p):
+    """True when gradient g (C) has tensor p's shape, dtype and device."""
+    n = lib.tm_ndim(p)
+    return (lib.tm_ndim(g) == n and
+            ffi.unpack(lib.tm_shape(g), n) == ffi.unpack(lib.tm_shape(p), n)
+            and lib.tm_dtype_of(g) == lib.tm_dtype_of(p) and
+            lib.tm_device_eq(lib.tm_device_of(g), lib.tm_device_of(p)))
 
 
 class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
@@ -133,14 +142,21 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     @property
     def device(self):
-        """Where the memory is, a foundry.device.  Mirrors
-        torch.Tensor.device."""
-        return DEVICES[lib.tm_device_of(self._p)]
+        """Where the memory is, a foundry.device: device(type='cpu') for
+        the CPU (no index), device(type='cuda', index=0) and so on for
+        others.  Mirrors torch.Tensor.device."""
+        return device_of_c(lib.tm_device_of(self._p))
 
     @property
     def is_cpu(self):
         """True for a tensor in CPU memory.  Mirrors torch.Tensor.is_cpu."""
-        return lib.tm_device_of(self._p) == lib.TM_CPU
+        return lib.tm_device_of(self._p).type == lib.TM_DEVICE_CPU
+
+    @property
+    def is_cuda(self):
+        """True for a tensor on a CUDA device.  Mirrors
+        torch.Tensor.is_cuda."""
+        return lib.tm_device_of(self._p).type == lib.TM_DEVICE_CUDA
 
     def element_size(self):
         """Bytes per element.  Mirrors torch.Tensor.element_size."""
@@ -162,9 +178,15 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
         return bool(lib.tm_dtype_is_float(lib.tm_dtype_of(self._p)))
 
     def data_ptr(self):
-        """The address of the first element.  Mirrors
-        torch.Tensor.data_ptr."""
-        return int(ffi.cast("uintptr_t", lib.tm_data(self._p)))
+        """The address of the first element (0 for a tensor without
+        elements).  Host memory only: a tensor on another device raises
+        FoundryDeviceError (its memory is a backend handle, not an
+        address).  Mirrors torch.Tensor.data_ptr."""
+        p = lib.tm_data(self._p)
+        if p == ffi.NULL and lib.tm_device_of(self._p).type != \
+                lib.TM_DEVICE_CPU:
+            raise error()
+        return int(ffi.cast("uintptr_t", p))
 
     # ---------------------------------------------------------- autograd
     @property
@@ -241,9 +263,38 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     @property
     def data(self):
-        """detach(): the same memory without autograd.  Mirrors
+        """detach(): the same memory without autograd.  Setting it makes
+        self (the same Python object) view another tensor's memory, shape,
+        dtype and device, keeping self's requires_grad; a gradient that no
+        longer fits (another shape, dtype or device) is dropped.  Mirrors
         torch.Tensor.data."""
         return wrap(lib.tm_detach(self._p))
+
+    @data.setter
+    def data(self, new):
+        self._set_data(ptr(new, "data"))
+
+    def _set_data(self, src, grad=None, keep_grad=True):
+        """Points self at a detached view of the C tensor `src`, in place:
+        objects holding self (a module, an optimizer) see the new memory.
+        The gradient becomes `grad` (a Tensor) when given, else the old one
+        when keep_grad and it still fits, else none."""
+        p = lib.tm_detach(src)
+        if not p:
+            raise error()
+        old = self._p
+        try:
+            if lib.tm_requires_grad(old):
+                _c.check(lib.tm_requires_grad_(p, True))
+                g = grad._p if grad is not None else \
+                    (lib.tm_grad(old) if keep_grad else ffi.NULL)
+                if g and _fits(g, p):
+                    _c.check(lib.tm_set_grad(p, g))
+        except BaseException:
+            lib.tm_free(p)
+            raise
+        self._p = p
+        lib.tm_free(old)
 
     # ----------------------------------------------------------- numpy
     @property
@@ -252,8 +303,9 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
         if dt.np is None:
             raise TypeError(f"numpy has no {dt.name}; convert first, e.g. "
                             f"t.float().numpy()")
-        if lib.tm_device_of(self._p) != lib.TM_CPU:
-            raise TypeError("numpy() needs a CPU tensor; use .cpu() first")
+        if not self.is_cpu:
+            raise TypeError(f"numpy() needs a CPU tensor, not one on "
+                            f"{self.device}; use .cpu() first")
         p = self._p
         n = lib.tm_ndim(p)
         size = dt.itemsize
@@ -290,7 +342,7 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
     def tolist(self):
         """The elements as nested Python lists (a number for 0-d).
         Mirrors torch.Tensor.tolist."""
-        t = self.detach()
+        t = self.detach().cpu()
         if t.dtype is _c.bfloat16:
             t = t.float()
         return np.asarray(t).tolist()
@@ -337,8 +389,10 @@ class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
 
     def __reduce_ex__(self, proto):
         from ._create import tensor
-        return (tensor, (self.tolist(), self.dtype.name,
-                         self.requires_grad))
+        args = (self.tolist(), self.dtype.name, self.requires_grad)
+        if not self.is_cpu:  # unpickled onto the same device
+            args += (str(self.device),)
+        return (tensor, args)
 
     def __copy__(self):
         return self.clone().detach().requires_grad_(self.requires_grad)

@@ -15,6 +15,35 @@ from .._grad import no_grad
 from .._tensor import Tensor
 
 
+def _to_args(args, kwargs):
+    """(device or None, dtype or None) of Module.to's arguments."""
+    from .._base import device as _device, to_dtype
+    from .._convert import _is_device
+    dev = kwargs.pop("device", None)
+    dt = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most 2 positional arguments, "
+                        f"{len(args)} given")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a.device, a.dtype
+        elif _is_device(a):
+            dev = a
+        elif a is not None:
+            dt = a
+    if dev is not None and not isinstance(dev, _device):
+        dev = _device(dev)
+    if dt is not None:
+        dt = to_dtype(dt)
+        if not dt.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts float dtypes, not "
+                            f"{dt!r}")
+    return dev, dt
+
+
 class Parameter(Tensor):
     """A tensor that is a module parameter: a leaf that requires grad
     (unless requires_grad=False), sharing `data`'s storage."""
@@ -187,7 +216,8 @@ class Module:
         return out
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copies values into this module's parameters and buffers.  With
+        """Copies values into this module's parameters and buffers (from
+        any device: each value is copied to its tensor's device).  With
         strict, missing or unexpected keys raise KeyError-free RuntimeError
         listing them; shapes must match exactly either way."""
         own = self.state_dict(keep_vars=True)
@@ -204,7 +234,9 @@ class Module:
                 src = state_dict[k]
                 if not isinstance(src, Tensor):
                     from .._create import tensor
-                    src = tensor(src, dtype=dst.dtype)
+                    src = tensor(src, dtype=dst.dtype, device=dst.device)
+                elif src.device != dst.device:  # loads across devices
+                    src = src.to(dst.device)
                 if tuple(src.shape) != tuple(dst.shape):
                     raise ValueError(
                         f"load_state_dict: {k}: shape {list(src.shape)} in "
@@ -241,24 +273,55 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Converts parameters and buffers in place (dtype / device)."""
+        """Moves and/or converts every parameter and buffer; returns self.
+
+        to(device), to(dtype), to(device, dtype), to(tensor) (its device
+        and dtype), or the keywords device= / dtype= (non_blocking= is
+        accepted).  The dtype must be a float dtype and converts only the
+        float parameters and buffers (integer buffers keep theirs).
+
+        Parameters are changed in place, as torch does (param.data is
+        replaced): each Parameter stays the same object, so references to
+        it (an optimizer built before the move, tied weights) follow, and
+        its gradient is moved and converted with it.  Buffers are replaced
+        by converted tensors.  Mirrors torch.nn.Module.to."""
+        dev, dt = _to_args(args, kwargs)
         with no_grad():
+            for p in self.parameters():
+                pdt = dt if p.is_floating_point() else None
+                new = p.to(device=dev, dtype=pdt)
+                if new is p:
+                    continue
+                g = p.grad
+                if g is not None:
+                    g = g.to(device=dev, dtype=pdt)
+                p._set_data(new._p, grad=g, keep_grad=False)
             for m in self.modules():
-                for name, v in list(vars(m).items()):
-                    if isinstance(v, Parameter):
-                        new = v.to(*args, **kwargs)
-                        if new is not v:
-                            object.__setattr__(m, name, Parameter(
-                                new, v.requires_grad))
-                for name, b in list(m.__dict__.get("_buffers", {}).items()):
+                bufs = m.__dict__.get("_buffers", {})
+                for name, b in list(bufs.items()):
                     if b is not None:
-                        m._buffers[name] = b.to(*args, **kwargs)
+                        bufs[name] = b.to(device=dev, dtype=dt if
+                                          b.is_floating_point() else None)
         return self
 
+    def cpu(self):
+        """to("cpu").  Mirrors torch.nn.Module.cpu."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """to() a CUDA device: an index, a "cuda:N" string or a device
+        (None: cuda:0).  Mirrors torch.nn.Module.cuda."""
+        from .._convert import _cuda
+        return self.to(_cuda(device))
+
     def float(self):
+        """Float parameters and buffers to float32.  Mirrors
+        torch.nn.Module.float."""
         return self.to(_c.float32)
 
     def double(self):
+        """Float parameters and buffers to float64.  Mirrors
+        torch.nn.Module.double."""
         return self.to(_c.float64)
 
     # -------------------------------------------------------------- call

@@ -1,4 +1,13 @@
-"""Optimizer base class and the five optimizers."""
+"""Optimizer base class and the five optimizers.
+
+The update and its state live in a C optimizer (tm_optim), which holds the
+C tensors of the parameters.  Moving a module (Module.to) or setting
+param.data keeps each Parameter object but gives it a new C tensor; before
+each use the optimizer checks for that and, when a parameter changed,
+rebuilds its C optimizer over the current tensors with the state carried
+over to each parameter's device and dtype, so an optimizer made before the
+move keeps updating the moved parameters, with its state next to them.
+"""
 from .. import _c
 from .._c import ffi, lib
 from .._base import wrap_borrowed
@@ -36,11 +45,9 @@ class Optimizer:
                             f"{sorted(unknown)}")
         self.defaults = dict(self.DEFAULTS, **kwargs)
         self._check(self.defaults)
-        hp = self._hparams(self.defaults)
-        p = lib.tm_optim_new(self.KIND, hp)
-        if not p:
-            raise _c.error()
-        self._opt = ffi.gc(p, lib.tm_optim_free)
+        self._opt = self._new_c()
+        self._held = []  # the C tensors self._opt holds, in index order
+        self._steps_before = 0  # steps taken by C optimizers rebuilt away
         self.param_groups = []
         self.state = {}  # PyTorch keeps per-parameter state here; ours is in C
         groups = list(params) if not isinstance(params, Tensor) else \
@@ -70,9 +77,79 @@ class Optimizer:
         _c.check(lib.tm_optim_check_hparams(self.KIND, hp))
         return hp
 
+    def _new_c(self):
+        p = lib.tm_optim_new(self.KIND, self._hparams(self.defaults))
+        if not p:
+            raise _c.error()
+        return ffi.gc(p, lib.tm_optim_free)
+
+    def _params(self):
+        """Every parameter, in index order (the order of the groups)."""
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def _add_c_group(self, opt, group):
+        params = group["params"]
+        arr = ffi.new("tm_tensor *[]", [p._p for p in params] or [ffi.NULL])
+        nd = ffi.new("bool[]", [bool(group.get("no_decay"))] *
+                     max(len(params), 1))
+        _c.check(lib.tm_optim_add_group(opt, arr, nd, len(params),
+                                        self._hparams(group)))
+
+    def _follow(self):
+        """Rebuilds the C optimizer when a parameter's C tensor is not the
+        one it holds (see the module docstring)."""
+        current = [p._p for p in self._params()]
+        if len(current) == len(self._held) and all(
+                a == b for a, b in zip(current, self._held)):
+            return
+        state = self._c_state()
+        opt = self._new_c()
+        for g in self.param_groups:
+            self._add_c_group(opt, g)
+        self._load_c(opt, state)
+        self._steps_before += lib.tm_optim_step_count(self._opt)
+        self._opt, self._held = opt, current
+
+    def _to_param(self, name, t):
+        """State tensor `name` ("state.<i>.<key>") on parameter i's device
+        and, when it is a float tensor, in its dtype, as torch's
+        load_state_dict casts state; "step" counts stay as they are."""
+        parts = name.split(".")
+        params = self._params()
+        if len(parts) != 3 or parts[0] != "state" or parts[2] == "step" or \
+                not parts[1].isdigit() or int(parts[1]) >= len(params):
+            return t  # the C library names what is wrong with it
+        p = params[int(parts[1])]
+        return t.to(device=p.device,
+                    dtype=p.dtype if t.is_floating_point() else None)
+
+    def _load_c(self, opt, state):
+        ps = lib.tm_params_new()
+        if not ps:
+            raise _c.error()
+        ps = ffi.gc(ps, lib.tm_params_free)
+        for name, t in state.items():
+            if not isinstance(t, Tensor):
+                raise TypeError(f"state {name!r} is not a Tensor")
+            t = self._to_param(name, t)
+            _c.check(lib.tm_params_add_buffer(ps, name.encode(), t._p))
+        _c.check(lib.tm_optim_load_state_dict(opt, ps))
+
+    def _c_state(self):
+        """The C optimizer's state: name -> Tensor (copies)."""
+        ps = lib.tm_params_new()
+        if not ps:
+            raise _c.error()
+        ps = ffi.gc(ps, lib.tm_params_free)
+        _c.check(lib.tm_optim_state_dict(self._opt, ps))
+        return {ffi.string(lib.tm_params_name(ps, i)).decode():
+                wrap_borrowed(lib.tm_params_get(ps, i))
+                for i in range(lib.tm_params_count(ps))}
+
     def add_param_group(self, param_group):
         if not isinstance(param_group, dict):
             raise TypeError("a parameter group must be a dict")
+        self._follow()
         group = dict(param_group)
         params = group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
@@ -83,16 +160,14 @@ class Optimizer:
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         group["params"] = params
-        hp = self._hparams(group)
-        arr = ffi.new("tm_tensor *[]", [p._p for p in params] or [ffi.NULL])
-        nd = ffi.new("bool[]", [bool(group.get("no_decay"))] *
-                     max(len(params), 1))
-        _c.check(lib.tm_optim_add_group(self._opt, arr, nd, len(params), hp))
+        self._add_c_group(self._opt, group)
+        self._held += [p._p for p in params]
         group.setdefault("initial_lr", group["lr"])
         self.param_groups.append(group)
 
     def _sync(self):
         """Pushes edits of param_groups (lr set by a scheduler, ...)."""
+        self._follow()
         for i, g in enumerate(self.param_groups):
             _c.check(lib.tm_optim_set_hparams(self._opt, i,
                                               self._hparams(g)))
@@ -110,7 +185,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         if set_to_none:
-            lib.tm_optim_zero_grad(self._opt)
+            for p in self._params():
+                lib.tm_zero_grad(p._p)
             return
         from .._grad import no_grad
         with no_grad():
@@ -121,22 +197,17 @@ class Optimizer:
 
     @property
     def step_count(self):
-        return lib.tm_optim_step_count(self._opt)
+        """The number of step() calls that succeeded."""
+        return self._steps_before + lib.tm_optim_step_count(self._opt)
 
     # ---------------------------------------------------- state dicts
     def state_dict(self):
-        """{"state": name -> Tensor (copies; "state.<i>.exp_avg", ...),
-        "param_groups": [hyperparameters and parameter indices]}.  The
-        tensors alone can be saved with foundry.save_file."""
-        ps = lib.tm_params_new()
-        if not ps:
-            raise _c.error()
-        ps = ffi.gc(ps, lib.tm_params_free)
-        _c.check(lib.tm_optim_state_dict(self._opt, ps))
-        state = {}
-        for i in range(lib.tm_params_count(ps)):
-            name = ffi.string(lib.tm_params_name(ps, i)).decode()
-            state[name] = wrap_borrowed(lib.tm_params_get(ps, i))
+        """{"state": name -> Tensor (copies on the parameters' devices;
+        "state.<i>.exp_avg", ...), "param_groups": [hyperparameters and
+        parameter indices]}.  The tensors alone can be saved with
+        foundry.save_file."""
+        self._follow()
+        state = self._c_state()
         groups, index = [], 0
         for g in self.param_groups:
             d = {k: v for k, v in g.items() if k != "params"}
@@ -147,7 +218,9 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Restores state (and group hyperparameters when given); resuming
-        continues bit-exactly."""
+        continues bit-exactly.  State tensors may come from any device:
+        each is copied to its parameter's device (and a float one to its
+        dtype), as torch does."""
         groups = state_dict.get("param_groups")
         if groups is not None:
             if len(groups) != len(self.param_groups):
@@ -159,15 +232,8 @@ class Optimizer:
                         len(mine["params"]):
                     raise ValueError("load_state_dict: a parameter group "
                                      "has a different size")
-        ps = lib.tm_params_new()
-        if not ps:
-            raise _c.error()
-        ps = ffi.gc(ps, lib.tm_params_free)
-        for name, t in state_dict["state"].items():
-            if not isinstance(t, Tensor):
-                raise TypeError(f"state {name!r} is not a Tensor")
-            _c.check(lib.tm_params_add_buffer(ps, name.encode(), t._p))
-        _c.check(lib.tm_optim_load_state_dict(self._opt, ps))
+        self._follow()
+        self._load_c(self._opt, state_dict["state"])
         if groups is not None:
             for mine, saved in zip(self.param_groups, groups):
                 for k, v in saved.items():
