@@ -65,6 +65,7 @@ tm_status tm_device_parse(const char *s, tm_device *out)
         if (*r == ':') {
             char *end;
             if (r[1] < '0' || r[1] > '9') break;
+            if (r[1] == '0' && r[2]) break; /* no leading zeros: "cuda:01" */
             idx = strtol(r + 1, &end, 10);
             if (*end) break;
         } else if (*r) {

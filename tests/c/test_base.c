@@ -191,6 +191,9 @@ TEST(device_names)
     CHECK_STATUS(tm_device_parse("cuda:1x", &d), TM_EINVAL,
                  "is not a device");
     CHECK_STATUS(tm_device_parse("gpu", &d), TM_EINVAL, "'gpu' is not");
+    CHECK_STATUS(tm_device_parse("cuda:01", &d), TM_EINVAL, "is not a device");
+    CHECK_INT(tm_device_parse("cuda:0", &d), TM_OK);
+    CHECK_INT(tm_device_parse("cuda:10", &d), TM_OK);
     CHECK_STATUS(tm_device_parse("cuda:16", &d), TM_EINVAL, "0..15");
     CHECK_INT(tm_device_count(TM_DEVICE_CPU), 1);
     CHECK_INT(tm_device_count(TM_DEVICE_CUDA), 0);
