@@ -121,4 +121,6 @@ const tm_backend tm__cpu_backend = {
     .norm_rows = tm__cpu_norm_rows,
     .norm_rows_backward = tm__cpu_norm_rows_backward,
     .random = tm__cpu_random,
+    .conv = tm__cpu_conv,
+    .conv_backward = tm__cpu_conv_backward,
 };

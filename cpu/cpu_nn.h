@@ -1,37 +1,29 @@
 /*
- * cpu_nn.h — CPU kernels of the nn front ends (internal): convolution
- * (im2col, col2im, bias), 2-D pooling, embedding, and the redraw step of
+ * cpu_nn.h — CPU kernels of the nn ops (internal): the convolution loops
+ * the CPU's conv and conv_backward entries are built from (im2col,
+ * col2im, bias; the entries are in cpu_conv_entry.c, their contracts in
+ * foundry/backend.h), and 2-D pooling, embedding and the redraw step of
  * the truncated-normal initialiser.
  *
- * There are no backend-table entries for these yet, so the front ends
- * (nn/functional/conv.c, pool.c, embedding.c, nn/init.c) call them
- * directly and accept CPU tensors only; a device backend would add entries
- * with these contracts.  Front ends validate shapes and values and make
- * the operands contiguous first: every array here is dense, row-major,
- * and (where a dtype `dt` is taken) holds float for TM_F32 or double for
- * TM_F64.  Kernels that split work over the thread pool give every output
- * element one writer and a fixed summation order, so results do not
- * depend on the thread count.
+ * Convolution reaches the CPU through the backend table.  Pooling,
+ * embedding and the initialiser are still called directly by their front
+ * ends (nn/functional/pool.c, embedding.c, nn/init.c), which accept CPU
+ * tensors only.  Every array here is dense, row-major, and (where a dtype
+ * `dt` is taken) holds float for TM_F32 or double for TM_F64.  Kernels
+ * that split work over the thread pool give every output element one
+ * writer and a fixed summation order, so results do not depend on the
+ * thread count.
  */
 #ifndef FOUNDRY_CPU_NN_H
 #define FOUNDRY_CPU_NN_H
 
-#include "foundry/tensor.h"
+#include "foundry/backend.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* ---------------------------------------------------------- convolution */
-
-/* The geometry of one 2-D convolution. */
-typedef struct tm__conv_geom {
-    int64_t n, c, h, w;       /* x is (N, C, H, W) */
-    int64_t oc, kh, kw;       /* weight is (OC, C/G, KH, KW) */
-    int64_t oh, ow;           /* y is (N, OC, OH, OW) */
-    int64_t sh, sw, ph, pw, dh, dw; /* stride, padding, dilation (h, w) */
-    int64_t g;                /* groups G */
-} tm__conv_geom;
 
 /* x is (B, C, H, W) (B = nb images), with R = C*KH*KW and L = OH*OW:
  *   wide false: cols is (B, R, L)
@@ -40,23 +32,23 @@ typedef struct tm__conv_geom {
  * Row r = (c*KH + i)*KW + j of image b holds, at l = oy*OW + ox,
  * x[b, c, oy*SH - PH + i*DH, ox*SW - PW + j*DW] (0 outside x).  Split by
  * (image, row). */
-void tm__conv_im2col(const tm__conv_geom *q, tm_dtype dt, const void *x,
+void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
                      void *cols, int64_t nb, bool wide);
 
 /* dcols is (B, R, L), dx is (B, C, H, W): dx += every dcols entry at the
  * position im2col took it from, added in row order r.  Split by
  * (image, channel) plane. */
-void tm__conv_col2im(const tm__conv_geom *q, tm_dtype dt, const void *dcols,
+void tm__conv_col2im(const tm_conv_geom *q, tm_dtype dt, const void *dcols,
                      void *dx, int64_t nb);
 
 /* y is (N, OC, L), bias is (OC): y[n, o, :] += bias[o].  Split by
  * (n, o) row. */
-void tm__conv_bias_add(const tm__conv_geom *q, tm_dtype dt, void *y,
+void tm__conv_bias_add(const tm_conv_geom *q, tm_dtype dt, void *y,
                        const void *bias);
 
 /* g is (N, OC, L), db is (OC): db[o] = sum of g[n, o, l] over n and l,
  * accumulated in double, n-major, rounded once.  Split by o. */
-void tm__conv_bias_grad(const tm__conv_geom *q, tm_dtype dt, const void *g,
+void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
                         void *db);
 
 /* g is (B, OC, L), gt is (OC, B, L): gt[o, b, :] = g[b, o, :] (es bytes an
