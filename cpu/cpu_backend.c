@@ -123,4 +123,6 @@ const tm_backend tm__cpu_backend = {
     .random = tm__cpu_random,
     .conv = tm__cpu_conv,
     .conv_backward = tm__cpu_conv_backward,
+    .pool = tm__cpu_pool,
+    .pool_backward = tm__cpu_pool_backward,
 };

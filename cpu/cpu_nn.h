@@ -2,13 +2,13 @@
  * cpu_nn.h — CPU kernels of the nn ops (internal): the convolution loops
  * the CPU's conv and conv_backward entries are built from (im2col,
  * col2im, bias; the entries are in cpu_conv_entry.c, their contracts in
- * foundry/backend.h), and 2-D pooling, embedding and the redraw step of
- * the truncated-normal initialiser.
+ * foundry/backend.h), and embedding and the redraw step of the
+ * truncated-normal initialiser.
  *
- * Convolution reaches the CPU through the backend table.  Pooling,
- * embedding and the initialiser are still called directly by their front
- * ends (nn/functional/pool.c, embedding.c, nn/init.c), which accept CPU
- * tensors only.  Every array here is dense, row-major, and (where a dtype
+ * Convolution and pooling (cpu_pool.c) reach the CPU through the backend
+ * table.  Embedding and the initialiser are still called directly by
+ * their front ends (nn/functional/embedding.c, nn/init.c), which accept
+ * CPU tensors only.  Every array here is dense, row-major, and (where a dtype
  * `dt` is taken) holds float for TM_F32 or double for TM_F64.  Kernels
  * that split work over the thread pool give every output element one
  * writer and a fixed summation order, so results do not depend on the
@@ -55,42 +55,6 @@ void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
  * element).  The dw product reads the chunk's images side by side. */
 void tm__conv_regroup(const void *g, void *gt, int64_t nb, int64_t oc,
                       int64_t l, size_t es);
-
-/* -------------------------------------------------------------- pooling */
-
-/* The geometry of one 2-D pooling: x is (P, H, W), P = N*C planes, y is
- * (P, OH, OW); window KH x KW at stride (SH, SW) over x padded by
- * (PH, PW).  The window of output (oy, ox) is clipped to x; average
- * pooling divides by KH*KW (include_pad) or by the clipped window's
- * size. */
-typedef struct tm__pool_geom {
-    int64_t planes, h, w, oh, ow;
-    int64_t kh, kw, sh, sw, ph, pw;
-    bool include_pad;
-} tm__pool_geom;
-
-/* x is (P, H, W), y and argmax are (P, OH, OW): y = the window's max (NaN
- * if the window holds one: the last NaN's index is kept), argmax = its
- * flat index yy*W + xx within the plane.  Split by plane. */
-void tm__pool_max(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y, int64_t *argmax);
-
-/* g and argmax are (P, OH, OW), dx is (P, H, W) (zero-filled by the
- * caller): dx[p, argmax[p, l]] += g[p, l] in order of l.  Split by
- * plane. */
-void tm__pool_max_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx, const int64_t *argmax);
-
-/* x is (P, H, W), y is (P, OH, OW): y = the window's sum / divisor.
- * Split by plane. */
-void tm__pool_avg(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y);
-
-/* g is (P, OH, OW), dx is (P, H, W) (zero-filled by the caller): every x
- * of the window of (oy, ox) gets g[oy, ox] / divisor, outputs in
- * row-major order.  Split by plane. */
-void tm__pool_avg_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx);
 
 /* ------------------------------------------------------------ embedding */
 
