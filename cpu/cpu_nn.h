@@ -2,13 +2,13 @@
  * cpu_nn.h — CPU kernels of the nn ops (internal): the convolution loops
  * the CPU's conv and conv_backward entries are built from (im2col,
  * col2im, bias; the entries are in cpu_conv_entry.c, their contracts in
- * foundry/backend.h), and embedding and the redraw step of the
- * truncated-normal initialiser.
+ * foundry/backend.h), and the redraw step of the truncated-normal
+ * initialiser.
  *
- * Convolution and pooling (cpu_pool.c) reach the CPU through the backend
- * table.  Embedding and the initialiser are still called directly by
- * their front ends (nn/functional/embedding.c, nn/init.c), which accept
- * CPU tensors only.  Every array here is dense, row-major, and (where a dtype
+ * Convolution, pooling (cpu_pool.c) and embedding (cpu_embedding.c) reach
+ * the CPU through the backend table.  The initialiser is still called
+ * directly by its front end (nn/init.c), which accepts CPU tensors
+ * only.  Every array here is dense, row-major, and (where a dtype
  * `dt` is taken) holds float for TM_F32 or double for TM_F64.  Kernels
  * that split work over the thread pool give every output element one
  * writer and a fixed summation order, so results do not depend on the
@@ -55,17 +55,6 @@ void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
  * element).  The dw product reads the chunk's images side by side. */
 void tm__conv_regroup(const void *g, void *gt, int64_t nb, int64_t oc,
                       int64_t l, size_t es);
-
-/* ------------------------------------------------------------ embedding */
-
-/* idx is (K): the first position k with idx[k] outside [0, V), or -1. */
-int64_t tm__index_find_outside(const int64_t *idx, int64_t k, int64_t v);
-
-/* dw is (V, D), g is (K, D), idx is (K) with values in [0, V):
- * dw[idx[k], :] += g[k, :] in order of k (one thread: rows of dw may
- * repeat, and the order fixes the sum). */
-void tm__embedding_backward(tm_dtype dt, void *dw, const void *g,
-                            const int64_t *idx, int64_t k, int64_t d);
 
 /* ------------------------------------------------- truncated normal init */
 
