@@ -1,17 +1,20 @@
 /*
- * cpu_nn.h — CPU kernels of the nn ops (internal): the convolution loops
- * the CPU's conv and conv_backward entries are built from (im2col,
- * col2im, bias; the entries are in cpu_conv_entry.c, their contracts in
- * foundry/backend.h), and the redraw step of the truncated-normal
- * initialiser.
+ * cpu_nn.h — the convolution loops the CPU's conv and conv_backward
+ * entries are built from (internal): im2col, col2im, the bias and its
+ * gradient, and the regrouping of the output gradient.
  *
- * Convolution, pooling (cpu_pool.c) and embedding (cpu_embedding.c) reach
- * the CPU through the backend table.  The initialiser is still called
- * directly by its front end (nn/init.c), which accepts CPU tensors
- * only.  Every array here is dense, row-major, and (where a dtype
- * `dt` is taken) holds float for TM_F32 or double for TM_F64.  Kernels
- * that split work over the thread pool give every output element one
- * writer and a fixed summation order, so results do not depend on the
+ * The nn front ends (nn/functional/conv.c, pool.c, embedding.c) reach
+ * the CPU only through the backend table: the conv, conv_backward, pool,
+ * pool_backward and embedding_backward entries (contracts in
+ * foundry/backend.h, CPU versions in cpu_conv_entry.c, cpu_pool.c and
+ * cpu_embedding.c).  Those entries chunk the images, run the products
+ * with the CPU's gemm entry and call the loops below; nothing outside
+ * cpu/ includes this header.
+ *
+ * Every array here is dense, row-major, and holds float for TM_F32 or
+ * double for TM_F64 (the entries receive only those dtypes).  The loops
+ * split their work over the thread pool so that every output element has
+ * one writer and a fixed summation order: results do not depend on the
  * thread count.
  */
 #ifndef FOUNDRY_CPU_NN_H
@@ -22,8 +25,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---------------------------------------------------------- convolution */
 
 /* x is (B, C, H, W) (B = nb images), with R = C*KH*KW and L = OH*OW:
  *   wide false: cols is (B, R, L)
@@ -55,16 +56,5 @@ void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
  * element).  The dw product reads the chunk's images side by side. */
 void tm__conv_regroup(const void *g, void *gt, int64_t nb, int64_t oc,
                       int64_t l, size_t es);
-
-/* ------------------------------------------------- truncated normal init */
-
-/* v is (N): how many v[i] are not in [a, b] (NaN is not). */
-int64_t tm__trunc_count_outside(const double *v, int64_t n, double a,
-                                double b);
-
-/* v is (N), m is (M) with M = tm__trunc_count_outside(v, n, a, b): the
- * k-th v[i] not in [a, b], in order of i, becomes m[k]. */
-void tm__trunc_replace_outside(double *v, int64_t n, double a, double b,
-                               const double *m);
 
 #endif
