@@ -114,7 +114,9 @@ static tm_status trunc_redraw(tm_tensor **v, double a, double b, double mean,
     tm_tensor *ge = tm__sc_keep(&s, tm_binary_scalar(TM_OP_GE, *v, a));
     tm_tensor *le = tm__sc_keep(&s, tm_binary_scalar(TM_OP_LE, *v, b));
     tm_tensor *in = tm__sc_binary(&s, TM_OP_LOGICAL_AND, ge, le);
-    tm_tensor *out = in ? tm__sc_keep(&s, tm_logical_not(in)) : NULL;
+    /* not in: a binary predicate, which also runs where BOOL is staged
+     * as I64 (the unary logical_not refuses an I64 result) */
+    tm_tensor *out = tm__sc_scalar(&s, TM_OP_EQ, in, 0.0);
     /* rank[i]: the rejections up to and including i (I64) */
     tm_tensor *rank = out ? tm__sc_keep(&s, tm_cumsum(out, 0)) : NULL;
     tm_tensor *last = rank ? tm__sc_keep(&s, tm_select(rank, 0, n - 1))
