@@ -121,4 +121,9 @@ const tm_backend tm__cpu_backend = {
     .norm_rows = tm__cpu_norm_rows,
     .norm_rows_backward = tm__cpu_norm_rows_backward,
     .random = tm__cpu_random,
+    .conv = tm__cpu_conv,
+    .conv_backward = tm__cpu_conv_backward,
+    .pool = tm__cpu_pool,
+    .pool_backward = tm__cpu_pool_backward,
+    .embedding_backward = tm__cpu_embedding_backward,
 };

@@ -1,7 +1,8 @@
-/* cpu_conv.c — the element loops of tm_conv2d (contracts in cpu_nn.h):
- * im2col / col2im, the bias add and its gradient, and the regrouping of
- * the output gradient for the weight-gradient product.  The products
- * themselves are GEMMs, run by the front end (nn/functional/conv.c).
+/* cpu_conv.c — the element loops of the CPU's conv entries (contracts in
+ * cpu_nn.h): im2col / col2im, the bias add and its gradient, and the
+ * regrouping of the output gradient for the weight-gradient product.  The
+ * products themselves are GEMMs, run by the entries (cpu_conv_entry.c)
+ * with the CPU's gemm kernel.
  *
  * The loops are written once per element type in cpu_conv_tmpl.h.  Each
  * is split over the thread pool so that every output element has one
@@ -14,7 +15,7 @@
 #include <string.h>
 
 typedef struct conv_job {
-    const tm__conv_geom *q;
+    const tm_conv_geom *q;
     const void *src; /* x of image 0 (im2col), dcols (col2im), bias, g */
     void *dst;       /* cols (im2col), dx of image 0 (col2im), y, db */
     int64_t ld;      /* elements between rows of cols / dcols */
@@ -53,7 +54,7 @@ static int64_t conv_grain(int64_t per_item)
     return g > 0 ? g : 1;
 }
 
-void tm__conv_im2col(const tm__conv_geom *q, tm_dtype dt, const void *x,
+void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
                      void *cols, int64_t nb, bool wide)
 {
     int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
@@ -62,7 +63,7 @@ void tm__conv_im2col(const tm__conv_geom *q, tm_dtype dt, const void *x,
                      dt == TM_F64 ? conv_im2col_f64 : conv_im2col_f32, &jb);
 }
 
-void tm__conv_col2im(const tm__conv_geom *q, tm_dtype dt, const void *dcols,
+void tm__conv_col2im(const tm_conv_geom *q, tm_dtype dt, const void *dcols,
                      void *dx, int64_t nb)
 {
     int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
@@ -71,7 +72,7 @@ void tm__conv_col2im(const tm__conv_geom *q, tm_dtype dt, const void *dcols,
                      dt == TM_F64 ? conv_col2im_f64 : conv_col2im_f32, &jb);
 }
 
-void tm__conv_bias_add(const tm__conv_geom *q, tm_dtype dt, void *y,
+void tm__conv_bias_add(const tm_conv_geom *q, tm_dtype dt, void *y,
                        const void *bias)
 {
     conv_job jb = {q, bias, y, 0, 0};
@@ -80,7 +81,7 @@ void tm__conv_bias_add(const tm__conv_geom *q, tm_dtype dt, void *y,
                      &jb);
 }
 
-void tm__conv_bias_grad(const tm__conv_geom *q, tm_dtype dt, const void *g,
+void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
                         void *db)
 {
     conv_job jb = {q, g, db, 0, 0};

@@ -40,7 +40,7 @@ static inline void CONV_FN(conv_add_row)(T *restrict dst,
 static void CONV_FN(conv_im2col)(int64_t p0, int64_t p1, void *vj)
 {
     const conv_job *jb = vj;
-    const tm__conv_geom *q = jb->q;
+    const tm_conv_geom *q = jb->q;
     int64_t R = q->c * q->kh * q->kw;
     for (int64_t p = p0; p < p1; p++) {
         int64_t b = p / R, r = p % R;
@@ -73,7 +73,7 @@ static void CONV_FN(conv_im2col)(int64_t p0, int64_t p1, void *vj)
 static void CONV_FN(conv_col2im)(int64_t p0, int64_t p1, void *vj)
 {
     const conv_job *jb = vj;
-    const tm__conv_geom *q = jb->q;
+    const tm_conv_geom *q = jb->q;
     for (int64_t p = p0; p < p1; p++) {
         int64_t b = p / q->c, c = p % q->c;
         T *xc = (T *)jb->dst + p * q->h * q->w;

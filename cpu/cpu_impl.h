@@ -102,6 +102,24 @@ tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,
                          double p1, tm_rng rng);
 tm_status tm__cpu_sequence(tm_ctx *ctx, const tm_buf *dst, tm_seq_kind kind,
                            double a, double b, int64_t k);
+/* The nn kernels: conv (cpu_conv_entry.c, its loops in cpu_nn.h), pooling
+ * (cpu_pool.c) and the embedding gradient (cpu_embedding.c).  conv_backward
+ * reads x only for dweight and weight only for dx: the other may be
+ * absent. */
+tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
+                       const tm_buf *weight, const tm_buf *bias,
+                       const tm_conv_geom *q);
+tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
+                                const tm_buf *dweight, const tm_buf *dbias,
+                                const tm_buf *g, const tm_buf *x,
+                                const tm_buf *weight, const tm_conv_geom *q);
+tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
+                       const tm_buf *x, const tm_pool_geom *q, bool is_max);
+tm_status tm__cpu_pool_backward(tm_ctx *ctx, const tm_buf *dx,
+                                const tm_buf *g, const tm_buf *argmax,
+                                const tm_pool_geom *q, bool is_max);
+tm_status tm__cpu_embedding_backward(tm_ctx *ctx, const tm_buf *dweight,
+                                     const tm_buf *g, const tm_buf *index);
 
 
 /* ------------------------------------------------------ elementwise engine

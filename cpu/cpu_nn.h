@@ -1,37 +1,30 @@
 /*
- * cpu_nn.h — CPU kernels of the nn front ends (internal): convolution
- * (im2col, col2im, bias), 2-D pooling, embedding, and the redraw step of
- * the truncated-normal initialiser.
+ * cpu_nn.h — the convolution loops the CPU's conv and conv_backward
+ * entries are built from (internal): im2col, col2im, the bias and its
+ * gradient, and the regrouping of the output gradient.
  *
- * There are no backend-table entries for these yet, so the front ends
- * (nn/functional/conv.c, pool.c, embedding.c, nn/init.c) call them
- * directly and accept CPU tensors only; a device backend would add entries
- * with these contracts.  Front ends validate shapes and values and make
- * the operands contiguous first: every array here is dense, row-major,
- * and (where a dtype `dt` is taken) holds float for TM_F32 or double for
- * TM_F64.  Kernels that split work over the thread pool give every output
- * element one writer and a fixed summation order, so results do not
- * depend on the thread count.
+ * The nn front ends (nn/functional/conv.c, pool.c, embedding.c) reach
+ * the CPU only through the backend table: the conv, conv_backward, pool,
+ * pool_backward and embedding_backward entries (contracts in
+ * foundry/backend.h, CPU versions in cpu_conv_entry.c, cpu_pool.c and
+ * cpu_embedding.c).  Those entries chunk the images, run the products
+ * with the CPU's gemm entry and call the loops below; nothing outside
+ * cpu/ includes this header.
+ *
+ * Every array here is dense, row-major, and holds float for TM_F32 or
+ * double for TM_F64 (the entries receive only those dtypes).  The loops
+ * split their work over the thread pool so that every output element has
+ * one writer and a fixed summation order: results do not depend on the
+ * thread count.
  */
 #ifndef FOUNDRY_CPU_NN_H
 #define FOUNDRY_CPU_NN_H
 
-#include "foundry/tensor.h"
+#include "foundry/backend.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---------------------------------------------------------- convolution */
-
-/* The geometry of one 2-D convolution. */
-typedef struct tm__conv_geom {
-    int64_t n, c, h, w;       /* x is (N, C, H, W) */
-    int64_t oc, kh, kw;       /* weight is (OC, C/G, KH, KW) */
-    int64_t oh, ow;           /* y is (N, OC, OH, OW) */
-    int64_t sh, sw, ph, pw, dh, dw; /* stride, padding, dilation (h, w) */
-    int64_t g;                /* groups G */
-} tm__conv_geom;
 
 /* x is (B, C, H, W) (B = nb images), with R = C*KH*KW and L = OH*OW:
  *   wide false: cols is (B, R, L)
@@ -40,86 +33,28 @@ typedef struct tm__conv_geom {
  * Row r = (c*KH + i)*KW + j of image b holds, at l = oy*OW + ox,
  * x[b, c, oy*SH - PH + i*DH, ox*SW - PW + j*DW] (0 outside x).  Split by
  * (image, row). */
-void tm__conv_im2col(const tm__conv_geom *q, tm_dtype dt, const void *x,
+void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
                      void *cols, int64_t nb, bool wide);
 
 /* dcols is (B, R, L), dx is (B, C, H, W): dx += every dcols entry at the
  * position im2col took it from, added in row order r.  Split by
  * (image, channel) plane. */
-void tm__conv_col2im(const tm__conv_geom *q, tm_dtype dt, const void *dcols,
+void tm__conv_col2im(const tm_conv_geom *q, tm_dtype dt, const void *dcols,
                      void *dx, int64_t nb);
 
 /* y is (N, OC, L), bias is (OC): y[n, o, :] += bias[o].  Split by
  * (n, o) row. */
-void tm__conv_bias_add(const tm__conv_geom *q, tm_dtype dt, void *y,
+void tm__conv_bias_add(const tm_conv_geom *q, tm_dtype dt, void *y,
                        const void *bias);
 
 /* g is (N, OC, L), db is (OC): db[o] = sum of g[n, o, l] over n and l,
  * accumulated in double, n-major, rounded once.  Split by o. */
-void tm__conv_bias_grad(const tm__conv_geom *q, tm_dtype dt, const void *g,
+void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
                         void *db);
 
 /* g is (B, OC, L), gt is (OC, B, L): gt[o, b, :] = g[b, o, :] (es bytes an
  * element).  The dw product reads the chunk's images side by side. */
 void tm__conv_regroup(const void *g, void *gt, int64_t nb, int64_t oc,
                       int64_t l, size_t es);
-
-/* -------------------------------------------------------------- pooling */
-
-/* The geometry of one 2-D pooling: x is (P, H, W), P = N*C planes, y is
- * (P, OH, OW); window KH x KW at stride (SH, SW) over x padded by
- * (PH, PW).  The window of output (oy, ox) is clipped to x; average
- * pooling divides by KH*KW (include_pad) or by the clipped window's
- * size. */
-typedef struct tm__pool_geom {
-    int64_t planes, h, w, oh, ow;
-    int64_t kh, kw, sh, sw, ph, pw;
-    bool include_pad;
-} tm__pool_geom;
-
-/* x is (P, H, W), y and argmax are (P, OH, OW): y = the window's max (NaN
- * if the window holds one: the last NaN's index is kept), argmax = its
- * flat index yy*W + xx within the plane.  Split by plane. */
-void tm__pool_max(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y, int64_t *argmax);
-
-/* g and argmax are (P, OH, OW), dx is (P, H, W) (zero-filled by the
- * caller): dx[p, argmax[p, l]] += g[p, l] in order of l.  Split by
- * plane. */
-void tm__pool_max_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx, const int64_t *argmax);
-
-/* x is (P, H, W), y is (P, OH, OW): y = the window's sum / divisor.
- * Split by plane. */
-void tm__pool_avg(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y);
-
-/* g is (P, OH, OW), dx is (P, H, W) (zero-filled by the caller): every x
- * of the window of (oy, ox) gets g[oy, ox] / divisor, outputs in
- * row-major order.  Split by plane. */
-void tm__pool_avg_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx);
-
-/* ------------------------------------------------------------ embedding */
-
-/* idx is (K): the first position k with idx[k] outside [0, V), or -1. */
-int64_t tm__index_find_outside(const int64_t *idx, int64_t k, int64_t v);
-
-/* dw is (V, D), g is (K, D), idx is (K) with values in [0, V):
- * dw[idx[k], :] += g[k, :] in order of k (one thread: rows of dw may
- * repeat, and the order fixes the sum). */
-void tm__embedding_backward(tm_dtype dt, void *dw, const void *g,
-                            const int64_t *idx, int64_t k, int64_t d);
-
-/* ------------------------------------------------- truncated normal init */
-
-/* v is (N): how many v[i] are not in [a, b] (NaN is not). */
-int64_t tm__trunc_count_outside(const double *v, int64_t n, double a,
-                                double b);
-
-/* v is (N), m is (M) with M = tm__trunc_count_outside(v, n, a, b): the
- * k-th v[i] not in [a, b], in order of i, becomes m[k]. */
-void tm__trunc_replace_outside(double *v, int64_t n, double a, double b,
-                               const double *m);
 
 #endif

@@ -1,19 +1,18 @@
-/* cpu_pool.c — the window loops of tm_max_pool2d and tm_avg_pool2d,
- * forward and backward (contracts in cpu_nn.h), written once per element
- * type in cpu_pool_tmpl.h.
+/* cpu_pool.c — the CPU's pool and pool_backward entries (contracts in
+ * foundry/backend.h): the window loops of max and average pooling,
+ * forward and backward, written once per element type in
+ * cpu_pool_tmpl.h.
  *
  * Work is split over the thread pool by (n, c) plane: every output
  * element (and, backward, every input plane) has one writer, so results
  * do not depend on the thread count. */
-#include "cpu_nn.h"
-
-#include "../tensor/core/tensor_impl.h"
+#include "cpu_impl.h"
 
 #include <math.h>
 #include <string.h>
 
 typedef struct pool_job {
-    const tm__pool_geom *q;
+    const tm_pool_geom *q;
     const void *src; /* x (forward) or g (backward) */
     void *dst;       /* y (forward) or dx (backward) */
     int64_t *argmax;          /* max pooling forward: written */
@@ -22,7 +21,7 @@ typedef struct pool_job {
 
 /* The window of output (oy, ox), clipped to x: rows [*y0, *y1), columns
  * [*x0, *x1); returns the divisor of average pooling. */
-static inline int64_t pool_window(const tm__pool_geom *q, int64_t oy,
+static inline int64_t pool_window(const tm_pool_geom *q, int64_t oy,
                                   int64_t ox, int64_t *y0, int64_t *y1,
                                   int64_t *x0, int64_t *x1)
 {
@@ -69,39 +68,53 @@ static inline double pool_sel_f64(int64_t k, double a, double b)
 
 /* Runs one of the loops over all planes, at least about 32768 window
  * elements per thread. */
-static void pool_run(const tm__pool_geom *q, tm__range_fn fn, pool_job *jb)
+static void pool_run(const tm_pool_geom *q, tm__range_fn fn, pool_job *jb)
 {
     int64_t per = q->oh * q->ow * q->kh * q->kw;
     int64_t grain = 32768 / (per > 0 ? per : 1);
     tm__parallel_for(q->planes, grain > 0 ? grain : 1, fn, jb);
 }
 
-void tm__pool_max(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y, int64_t *argmax)
+/* x is (P, H, W), y and argmax are (P, OH, OW): y = the window's max (NaN
+ * if the window holds one: the last NaN's index is kept), argmax = its
+ * flat index yy*W + xx within the plane; or (is_max false) y = the
+ * window's sum / divisor. */
+tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
+                       const tm_buf *x, const tm_pool_geom *q, bool is_max)
 {
-    pool_job jb = {q, x, y, argmax, NULL};
-    pool_run(q, dt == TM_F64 ? pool_max_f64 : pool_max_f32, &jb);
+    (void)ctx;
+    bool f64 = y->dtype == TM_F64;
+    pool_job jb = {q, tm__ptr(x), tm__ptr(y), NULL, NULL};
+    if (is_max) {
+        jb.argmax = tm__ptr(argmax);
+        pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);
+    } else {
+        pool_run(q, f64 ? pool_avg_f64 : pool_avg_f32, &jb);
+    }
+    return TM_OK;
 }
 
-void tm__pool_max_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx, const int64_t *argmax)
+/* g and argmax are (P, OH, OW), dx is (P, H, W): dx is zeroed, then max
+ * pooling adds g[p, l] at dx[p, argmax[p, l]] in order of l, and average
+ * pooling gives every x of the window of (oy, ox) g[oy, ox] / divisor,
+ * outputs in row-major order. */
+tm_status tm__cpu_pool_backward(tm_ctx *ctx, const tm_buf *dx,
+                                const tm_buf *g, const tm_buf *argmax,
+                                const tm_pool_geom *q, bool is_max)
 {
-    pool_job jb = {q, g, dx, NULL, argmax};
-    pool_run(q, dt == TM_F64 ? pool_max_backward_f64 : pool_max_backward_f32,
-             &jb);
-}
-
-void tm__pool_avg(const tm__pool_geom *q, tm_dtype dt, const void *x,
-                  void *y)
-{
-    pool_job jb = {q, x, y, NULL, NULL};
-    pool_run(q, dt == TM_F64 ? pool_avg_f64 : pool_avg_f32, &jb);
-}
-
-void tm__pool_avg_backward(const tm__pool_geom *q, tm_dtype dt,
-                           const void *g, void *dx)
-{
-    pool_job jb = {q, g, dx, NULL, NULL};
-    pool_run(q, dt == TM_F64 ? pool_avg_backward_f64 : pool_avg_backward_f32,
-             &jb);
+    (void)ctx;
+    bool f64 = dx->dtype == TM_F64;
+    if (q->planes * q->h * q->w > 0)
+        memset(tm__ptr(dx), 0,
+               (size_t)(q->planes * q->h * q->w) * tm_dtype_size(dx->dtype));
+    pool_job jb = {q, tm__ptr(g), tm__ptr(dx), NULL, NULL};
+    if (is_max) {
+        jb.argmax_in = tm__ptr(argmax);
+        pool_run(q, f64 ? pool_max_backward_f64 : pool_max_backward_f32,
+                 &jb);
+    } else {
+        pool_run(q, f64 ? pool_avg_backward_f64 : pool_avg_backward_f32,
+                 &jb);
+    }
+    return TM_OK;
 }

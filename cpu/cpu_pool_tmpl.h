@@ -6,8 +6,8 @@
  * and provides pool_job, pool_window and pool_sel_SUF (k ? a : b on the
  * bits).  It defines the thread-pool range functions (planes [p0, p1))
  * pool_max_SUF, pool_max_backward_SUF, pool_avg_SUF and
- * pool_avg_backward_SUF (their contracts: tm__pool_* in cpu_nn.h); the
- * includer undefines T and SUF before the next type.
+ * pool_avg_backward_SUF (their contracts: the entries in cpu_pool.c);
+ * the includer undefines T and SUF before the next type.
  */
 #define POOL_CAT_(a, b) a##_##b
 #define POOL_CAT(a, b) POOL_CAT_(a, b)
@@ -17,7 +17,7 @@
 static void POOL_FN(pool_max)(int64_t p0, int64_t p1, void *vj)
 {
     const pool_job *jb = vj;
-    const tm__pool_geom *q = jb->q;
+    const tm_pool_geom *q = jb->q;
     int64_t y0, y1, x0, x1, hw = q->h * q->w, L = q->oh * q->ow;
     bool k22 = q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2 &&
                q->ph == 0 && q->pw == 0;
@@ -70,7 +70,7 @@ static void POOL_FN(pool_max)(int64_t p0, int64_t p1, void *vj)
 static void POOL_FN(pool_max_backward)(int64_t p0, int64_t p1, void *vj)
 {
     const pool_job *jb = vj;
-    const tm__pool_geom *q = jb->q;
+    const tm_pool_geom *q = jb->q;
     int64_t hw = q->h * q->w, L = q->oh * q->ow;
     for (int64_t p = p0; p < p1; p++) {
         const T *g = (const T *)jb->src + p * L;
@@ -84,7 +84,7 @@ static void POOL_FN(pool_max_backward)(int64_t p0, int64_t p1, void *vj)
 static void POOL_FN(pool_avg)(int64_t p0, int64_t p1, void *vj)
 {
     const pool_job *jb = vj;
-    const tm__pool_geom *q = jb->q;
+    const tm_pool_geom *q = jb->q;
     int64_t y0, y1, x0, x1, hw = q->h * q->w, L = q->oh * q->ow;
     for (int64_t p = p0; p < p1; p++) {
         const T *x = (const T *)jb->src + p * hw;
@@ -105,7 +105,7 @@ static void POOL_FN(pool_avg)(int64_t p0, int64_t p1, void *vj)
 static void POOL_FN(pool_avg_backward)(int64_t p0, int64_t p1, void *vj)
 {
     const pool_job *jb = vj;
-    const tm__pool_geom *q = jb->q;
+    const tm_pool_geom *q = jb->q;
     int64_t y0, y1, x0, x1, hw = q->h * q->w, L = q->oh * q->ow;
     for (int64_t p = p0; p < p1; p++) {
         const T *g = (const T *)jb->src + p * L;

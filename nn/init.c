@@ -2,14 +2,13 @@
  * init.c — parameter initialisers (foundry/nn.h), as torch.nn.init.
  *
  * Every writer runs under no-grad: parameters require grad, and in-place
- * writes into such tensors are refused while grad mode is on.  The draws
- * are tensor ops; trunc_normal's redraw loop over the values is a CPU
- * kernel (cpu/cpu_init.c).
+ * writes into such tensors are refused while grad mode is on.  Everything
+ * is tensor ops on the tensor's own device, trunc_normal's redraw rounds
+ * included, so the initialisers run on any device.
  */
 #include "foundry/nn.h"
 
-#include "../tensor/core/tensor_impl.h"
-#include "../cpu/cpu_nn.h"
+#include "../tensor/autograd/backward.h"
 
 #include <math.h>
 
@@ -101,6 +100,49 @@ tm_status tm_init_normal_(tm_tensor *t, double mean, double std, tm_rng *rng)
     return normal(t, mean, std, rng, __func__);
 }
 
+/* One redraw round of trunc_normal over *v (F64 [N]): the values outside
+ * [a, b] (NaN too) are counted, as many fresh values are drawn, and the
+ * k-th rejected position in index order takes the k-th draw.  The count
+ * sizes the draw, so it is read back to the host (a data-dependent
+ * shape: a host synchronization per round).  *bad gets it (0: done);
+ * *v is replaced by the redrawn values. */
+static tm_status trunc_redraw(tm_tensor **v, double a, double b, double mean,
+                              double std, tm_rng *rng, int64_t *bad)
+{
+    tm__scratch s = {0};
+    int64_t n = tm_numel(*v);
+    tm_tensor *ge = tm__sc_keep(&s, tm_binary_scalar(TM_OP_GE, *v, a));
+    tm_tensor *le = tm__sc_keep(&s, tm_binary_scalar(TM_OP_LE, *v, b));
+    tm_tensor *in = tm__sc_binary(&s, TM_OP_LOGICAL_AND, ge, le);
+    /* not in: a binary predicate, which also runs where BOOL is staged
+     * as I64 (the unary logical_not refuses an I64 result) */
+    tm_tensor *out = tm__sc_scalar(&s, TM_OP_EQ, in, 0.0);
+    /* rank[i]: the rejections up to and including i (I64) */
+    tm_tensor *rank = out ? tm__sc_keep(&s, tm_cumsum(out, 0)) : NULL;
+    tm_tensor *last = rank ? tm__sc_keep(&s, tm_select(rank, 0, n - 1))
+                           : NULL;
+    *bad = 0;
+    if (last && tm_item_i64(last, bad)) tm__sc_keep(&s, NULL);
+    if (s.st || *bad == 0) return tm__sc_done(&s, "tm_init_trunc_normal_");
+    tm_tensor *more = tm__sc_keep(
+        &s, tm_empty_on(bad, 1, TM_F64, tm_device_of(*v)));
+    if (more && tm_normal_(more, mean, std, rng)) tm__sc_keep(&s, NULL);
+    /* position i takes more[rank[i] - 1]; those before the first
+     * rejection (rank 0) read more[0], which `where` then drops */
+    tm_tensor *k = rank && !s.st
+                       ? tm__sc_keep(&s, tm_sub_scalar(rank, 1.0)) : NULL;
+    tm_tensor *k0 = k ? tm__sc_keep(&s, tm_maximum_scalar(k, 0.0)) : NULL;
+    tm_tensor *pick = k0 ? tm__sc_keep(&s, tm_gather(more, 0, k0)) : NULL;
+    tm_tensor *next = pick ? tm_where(out, pick, *v) : NULL;
+    if (next) {
+        tm_free(*v);
+        *v = next;
+    } else {
+        tm__sc_keep(&s, NULL);
+    }
+    return tm__sc_done(&s, "tm_init_trunc_normal_");
+}
+
 tm_status tm_init_trunc_normal_(tm_tensor *t, double mean, double std,
                                 double a, double b, tm_rng *rng)
 {
@@ -120,32 +162,20 @@ tm_status tm_init_trunc_normal_(tm_tensor *t, double mean, double std,
                       a, b, mass, mean, std);
     int64_t n = tm_numel(t);
     if (n == 0) return TM_OK;
-    tm_tensor *all = tm_empty((int64_t[]){n}, 1, TM_F64), *more = NULL;
-    if (!all) return tm__relabel_error(__func__, tm_last_status());
-    st = tm_normal_(all, mean, std, rng);
-    double *v = tm_data(all);
+    bool prev = tm_no_grad_begin();
+    tm_tensor *all = tm_empty_on((int64_t[]){n}, 1, TM_F64, tm_device_of(t));
+    st = all ? tm_normal_(all, mean, std, rng) : tm_last_status();
     /* Redraw the rejected values in rounds of exactly that many draws, in
      * index order, so the result depends only on the generator. */
-    while (st == TM_OK) {
-        int64_t bad = tm__trunc_count_outside(v, n, a, b);
-        if (bad == 0) break;
-        if (!(more = tm_empty((int64_t[]){bad}, 1, TM_F64))) {
-            st = tm_last_status();
-            break;
-        }
-        if ((st = tm_normal_(more, mean, std, rng)) != TM_OK) break;
-        tm__trunc_replace_outside(v, n, a, b, tm_data(more));
-        tm_free(more);
-        more = NULL;
-    }
+    int64_t bad = 1;
+    while (st == TM_OK && bad > 0)
+        st = trunc_redraw(&all, a, b, mean, std, rng, &bad);
     if (st == TM_OK) {
-        bool prev = tm_no_grad_begin();
         tm_tensor *src = tm_view(all, tm_shape(t), tm_ndim(t));
         st = src ? tm_copy_(t, src) : tm_last_status();
         tm_free(src);
-        tm_no_grad_end(prev);
     }
-    tm_free(more);
+    tm_no_grad_end(prev);
     tm_free(all);
     return st == TM_OK ? st : tm__relabel_error(__func__, st);
 }

@@ -42,7 +42,11 @@ static tm_status add_entries(tm_params *set, const char *prefix,
     return st == TM_OK ? st : tm__relabel_error(fn, st);
 }
 
-/* A new leaf of shape[ndim] that requires grad (not yet initialised). */
+/* A new leaf of shape[ndim] that requires grad (not yet initialised).
+ * Layers are built on the CPU: their constructors take no device.  The
+ * initialisers and forward passes are device-neutral, so parameters moved
+ * to another device (tm_to) work there; forward passes take the device of
+ * the parameters and refuse inputs on another one. */
 static tm_tensor *param(const int64_t *shape, int ndim, tm_dtype dt,
                         const char *fn)
 {

@@ -2,7 +2,8 @@
  * dropout.c — tm_dropout and its backward ("NativeDropoutBackward").
  * Composed from ops (run under no-grad, one node recorded for the whole):
  * an F32 uniform per element, a compare and a scale make the mask, and
- * x * mask is the result, so it has no element loop of its own.
+ * x * mask is the result, so it has no element loop of its own.  Every
+ * temporary is made on x's device.
  */
 #include "foundry/nn_functional.h"
 
@@ -38,8 +39,8 @@ tm_tensor *tm_dropout(const tm_tensor *x, double p, bool train, tm_rng *rng)
     tm_tensor *mask = NULL, *out = NULL;
     bool prev = tm_no_grad_begin();
     if (p == 1.0) {
-        mask = tm_zeros(tm_shape(x), tm_ndim(x), dt);
-        out = mask ? tm_zeros(tm_shape(x), tm_ndim(x), dt) : NULL;
+        mask = tm_zeros_like(x);
+        out = mask ? tm_zeros_like(x) : NULL;
     } else {
         /* one F32 uniform per element, whatever x's dtype: the same seed
          * gives the same mask in every dtype */

@@ -1,14 +1,24 @@
 /*
  * embedding.c — tm_embedding: validation, the row lookup (through
- * tm_index_select) and its backward ("EmbeddingBackward").  The index
- * range check and the gradient's scatter-add are CPU kernels
- * (cpu/cpu_embedding.c, contracts in cpu/cpu_nn.h).
+ * tm_index_select) and its backward ("EmbeddingBackward", the backend's
+ * embedding_backward entry: contract in foundry/backend.h, the CPU's in
+ * cpu/cpu_embedding.c).  No element memory is touched here, so any device
+ * with those entries runs it.
+ *
+ * The indices are range-checked by the kernels, not on the host: an
+ * embedding index must lie in [0, V), while index_select also takes
+ * negative ones (counting from the end), so negative indices are replaced
+ * by V before the lookup, which the kernel then refuses (TM_ERANGE).  The
+ * error is then restated with the offending index and its position; that
+ * restating reads the indices back (a host synchronization, on the error
+ * path only).
  */
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
-#include "../../cpu/cpu_nn.h"
+
+#include <stdio.h>
 
 /* dW[idx[k], :] += g[k, :] in order of k (deterministic), accumulated in
  * F32 (F64 for F64 weights).  Saved: the indices (slot 0, I64 [K]
@@ -21,16 +31,54 @@ static tm_status embedding_backward(tm__node *n, const tm_tensor *g,
     tm_dtype cd = ew->dtype == TM_F64 ? TM_F64 : TM_F32;
     const tm_tensor *ix = tm__ag_saved(n, 0);
     int64_t k = tm_numel(ix), dd = ew->shape[1];
-    tm_tensor *gw = tm__sc_keep(&s, tm_zeros(ew->shape, 2, cd));
+    tm_tensor *gw = tm__sc_keep(&s, tm__tensor_new(n->name, ew->shape, 2, cd,
+                                                   tm_device_of(g)));
     tm_tensor *g2 = tm__sc_keep(&s, tm_reshape(g, (int64_t[]){k, dd}, 2));
     tm_tensor *gc = tm__sc_keep(
         &s, !g2                       ? NULL
             : tm_dtype_of(g2) == cd ? tm_contiguous(g2)
                                     : tm_to_dtype(g2, cd));
     if (s.st) return tm__sc_done(&s, n->name);
-    tm__embedding_backward(cd, tm_data(gw), tm_data(gc), tm_data(ix), k, dd);
+    tm_buf wb = tm__buf(gw), gb = tm__buf(gc), ib = tm__buf(ix);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &wb);
+    tm__stage_in(&sg, &gb);
+    tm__stage_in(&sg, &ib);
+    if (tm_numel(gw) > 0 &&
+        TM__CALL_STAGED(n->name, tm__ctx(gw), &sg, EMBEDDING_BACKWARD, 0,
+                        embedding_backward, &wb, &gb, &ib)) {
+        tm__sc_keep(&s, NULL);
+        return tm__sc_done(&s, n->name);
+    }
     if (!(gin[0] = tm__sc_as(gw, ew->dtype))) tm__sc_keep(&s, NULL);
     return tm__sc_done(&s, n->name);
+}
+
+/* After the lookup refused an index: names the first index of flat (I64
+ * [K]) outside [0, V) and its position, reading them back to the host.
+ * If that fails, the lookup's own error stands. */
+static void emb_range_error(const char *fn, const tm_tensor *flat, int64_t v)
+{
+    char lookup[256];
+    snprintf(lookup, sizeof lookup, "%s", tm_last_error());
+    tm__scratch s = {0};
+    int64_t pos = -1, bad = 0;
+    tm_tensor *lo = tm__sc_keep(&s, tm_binary_scalar(TM_OP_LT, flat, 0.0));
+    tm_tensor *hi = tm__sc_keep(&s, tm_binary_scalar(TM_OP_GE, flat,
+                                                     (double)v));
+    tm_tensor *out = tm__sc_binary(&s, TM_OP_LOGICAL_OR, lo, hi);
+    tm_tensor *first = out ? tm__sc_keep(&s, tm_argmax_all(out)) : NULL;
+    tm_tensor *at = NULL;
+    if (first && !tm_item_i64(first, &pos))
+        at = tm__sc_keep(&s, tm_select(flat, 0, pos));
+    bool found = at && !tm_item_i64(at, &bad);
+    tm__sc_done(&s, fn);
+    if (found)
+        tm__errf(TM_ERANGE, fn, "index %lld at position %lld is out of "
+                 "range for %lld embeddings", (long long)bad, (long long)pos,
+                 (long long)v);
+    else
+        tm__errf(TM_ERANGE, fn, "%s", lookup);
 }
 
 tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
@@ -42,10 +90,6 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
         return NULL;
     const tm_tensor *both[2] = {weight, indices};
     if (tm__check_same_device(fn, both, 2)) return NULL;
-    if (!tm__on_cpu(weight)) {
-        tm__errf(TM_EUNSUPPORTED, fn, "only CPU tensors are supported");
-        return NULL;
-    }
     if (!tm_dtype_is_float(tm_dtype_of(weight))) {
         tm__errf(TM_EDTYPE, fn, "weight must be a float tensor, got %s",
                  tm_dtype_name(tm_dtype_of(weight)));
@@ -69,24 +113,24 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     }
     int64_t v = tm_shape(weight)[0], d = tm_shape(weight)[1];
     int64_t k = tm_numel(indices);
-    tm_tensor *ix = NULL, *flat = NULL, *rows = NULL, *out = NULL;
+    tm_tensor *ix = NULL, *flat = NULL, *neg = NULL, *sel = NULL;
+    tm_tensor *rows = NULL, *out = NULL;
     bool prev = tm_no_grad_begin();
     ix = tm_to_dtype(indices, TM_I64); /* contiguous */
-    if (!ix) goto fail;
-    const int64_t *iv = tm_data(ix);
-    int64_t bad = tm__index_find_outside(iv, k, v);
-    if (bad >= 0) {
-        tm__errf(TM_ERANGE, fn, "index %lld at position %lld is out of "
-                 "range for %lld embeddings", (long long)iv[bad],
-                 (long long)bad, (long long)v);
+    flat = ix ? tm_reshape(ix, (int64_t[]){k}, 1) : NULL;
+    /* negative indices -> V: out of range for the lookup as well */
+    neg = flat ? tm_binary_scalar(TM_OP_LT, flat, 0.0) : NULL;
+    sel = neg ? tm_masked_fill(flat, neg, (double)v) : NULL;
+    if (!sel) goto fail;
+    rows = tm_index_select(weight, 0, sel);
+    if (!rows) {
+        if (tm_last_status() == TM_ERANGE) emb_range_error(fn, flat, v);
         goto fail;
     }
-    flat = tm_reshape(ix, (int64_t[]){k}, 1);
-    rows = flat ? tm_index_select(weight, 0, flat) : NULL;
     int64_t shp[TM_MAX_DIMS];
     for (int i = 0; i < ni; i++) shp[i] = tm_shape(indices)[i];
     shp[ni] = d;
-    out = rows ? tm_reshape(rows, shp, ni + 1) : NULL;
+    out = tm_reshape(rows, shp, ni + 1);
     if (!out) goto fail;
     tm_no_grad_end(prev);
     tm__record r = {.name = "EmbeddingBackward",
@@ -95,13 +139,18 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     if (tm__ag_record(&r, out)) goto fail_rec;
     tm_free(ix);
     tm_free(flat);
+    tm_free(neg);
+    tm_free(sel);
     tm_free(rows);
     return out;
 fail:
     tm_no_grad_end(prev);
+    tm__relabel_error(fn, tm_last_status());
 fail_rec:
     tm_free(ix);
     tm_free(flat);
+    tm_free(neg);
+    tm_free(sel);
     tm_free(rows);
     tm_free(out);
     return NULL;

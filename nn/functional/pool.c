@@ -1,15 +1,16 @@
 /* pool.c — tm_max_pool2d and tm_avg_pool2d: validation, geometry and
  * their backward ("MaxPool2DBackward", "AvgPool2DBackward").  The window
- * loops are CPU kernels (cpu/cpu_pool.c, contracts in cpu/cpu_nn.h): x
- * [N, C, H, W] is processed one (n, c) plane at a time on the thread
- * pool, so results do not depend on the thread count.  Max pooling keeps,
- * per output element, the flat index y*W + x of its maximum in an I64
- * tensor saved for backward. */
+ * loops are the backend's pool / pool_backward entries (contracts in
+ * foundry/backend.h; the CPU's in cpu/cpu_pool.c): the front end makes x
+ * contiguous in the compute dtype (F64 for F64, F32 otherwise), allocates
+ * the results on x's device and sees x [N, C, H, W] as N*C planes.  Max
+ * pooling keeps, per output element, the flat index y*W + x of its
+ * maximum in an I64 tensor saved for backward.  No element memory is
+ * touched here, so any device with those entries runs it. */
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
-#include "../../cpu/cpu_nn.h"
 
 tm_pool2d_opts tm_pool2d_defaults(void)
 {
@@ -19,7 +20,7 @@ tm_pool2d_opts tm_pool2d_defaults(void)
 
 /* Checks the settings against x and fills q (stride 0 -> kernel). */
 static tm_status pl_geometry(const char *fn, const tm_tensor *x,
-                             const tm_pool2d_opts *o, tm__pool_geom *q)
+                             const tm_pool2d_opts *o, tm_pool_geom *q)
 {
     char sx[TM_SHAPE_BUF];
     tm__fmt_shape(x->shape, x->ndim, sx, sizeof sx);
@@ -43,10 +44,10 @@ static tm_status pl_geometry(const char *fn, const tm_tensor *x,
                             (long long)o->kernel[0], (long long)o->kernel[1]);
         s[d] = o->stride[d] ? o->stride[d] : o->kernel[d];
     }
-    *q = (tm__pool_geom){x->shape[0] * x->shape[1], x->shape[2],
-                         x->shape[3], 0, 0, o->kernel[0], o->kernel[1], s[0],
-                         s[1], o->padding[0], o->padding[1],
-                         o->count_include_pad};
+    *q = (tm_pool_geom){x->shape[0] * x->shape[1], x->shape[2],
+                        x->shape[3], 0, 0, o->kernel[0], o->kernel[1], s[0],
+                        s[1], o->padding[0], o->padding[1],
+                        o->count_include_pad};
     int64_t hp = q->h + 2 * q->ph, wp = q->w + 2 * q->pw;
     if (q->kh > hp || q->kw > wp)
         return tm__errf(TM_ESHAPE, fn, "kernel %lldx%lld does not fit the "
@@ -67,6 +68,18 @@ static tm_tensor *pl_dense(const tm_tensor *t, tm_dtype dt)
     return c;
 }
 
+/* The kernel view of contiguous t [N, C, A, B] as (N*C, A, B) planes. */
+static tm_buf pl_planes(const tm_tensor *t)
+{
+    tm_buf b = tm__buf(t);
+    b.ndim = 3;
+    b.shape[0] = t->shape[0] * t->shape[1];
+    b.shape[1] = t->shape[2];
+    b.shape[2] = t->shape[3];
+    tm__contiguous_strides(b.shape, 3, b.strides);
+    return b;
+}
+
 /* ------------------------------------------------------------ backward */
 
 /* A pooling's node: the window, and whether it takes the max (then the
@@ -84,23 +97,31 @@ static tm_status pool_backward(tm__node *n, const tm_tensor *g,
     const tm__edge *e = &n->edges[0];
     bool is_max = p->is_max;
     tm_dtype dt = e->dtype == TM_F64 ? TM_F64 : TM_F32;
-    tm__pool_geom q = {e->shape[0] * e->shape[1], e->shape[2], e->shape[3],
-                       tm_shape(g)[2], tm_shape(g)[3], p->kh, p->kw, p->sh,
-                       p->sw, p->ph, p->pw, p->include_pad};
+    tm_pool_geom q = {e->shape[0] * e->shape[1], e->shape[2], e->shape[3],
+                      tm_shape(g)[2], tm_shape(g)[3], p->kh, p->kw, p->sh,
+                      p->sw, p->ph, p->pw, p->include_pad};
     tm_tensor *gc = tm__sc_keep(&s, pl_dense(g, dt));
-    tm_tensor *dx = tm__sc_keep(&s, tm_zeros(e->shape, 4, dt));
+    tm_tensor *dx = tm__sc_keep(&s, tm__tensor_new(n->name, e->shape, 4, dt,
+                                                   tm_device_of(g)));
     tm_tensor *ix = NULL;
     if (is_max)
         ix = tm__sc_keep(&s, pl_dense(tm__ag_saved(n, 0), TM_I64));
-    if (gc && dx && (!is_max || ix)) {
-        if (is_max)
-            tm__pool_max_backward(&q, dt, tm_data(gc), tm_data(dx),
-                                  tm_data(ix));
-        else
-            tm__pool_avg_backward(&q, dt, tm_data(gc), tm_data(dx));
-        tm_tensor *r = tm__sc_keep(&s, tm__sc_as(dx, e->dtype));
-        if (r) gin[0] = tm_retain(r);
+    if (s.st) return tm__sc_done(&s, n->name);
+    if (tm_numel(dx) > 0) {
+        tm_buf db = pl_planes(dx), gb = pl_planes(gc), ib = {0};
+        if (ix) ib = pl_planes(ix);
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &db);
+        tm__stage_in(&sg, &gb);
+        tm__stage_in(&sg, &ib);
+        if (TM__CALL_STAGED(n->name, tm__ctx(dx), &sg, POOL_BACKWARD, 0,
+                            pool_backward, &db, &gb, &ib, &q, is_max)) {
+            tm__sc_keep(&s, NULL);
+            return tm__sc_done(&s, n->name);
+        }
     }
+    tm_tensor *r = tm__sc_keep(&s, tm__sc_as(dx, e->dtype));
+    if (r) gin[0] = tm_retain(r);
     return tm__sc_done(&s, n->name);
 }
 
@@ -111,32 +132,33 @@ static tm_tensor *pl_pool(const char *fn, const tm_tensor *x,
 {
     tm_pool2d_opts o = opts ? *opts : tm_pool2d_defaults();
     tm_tensor *xc = NULL, *yc = NULL, *ix = NULL, *y = NULL;
-    tm__pool_geom q;
+    tm_pool_geom q;
     if (tm__check_tensor(fn, x, "x")) return NULL;
     if (!tm_dtype_is_float(x->dtype)) {
         tm__errf(TM_EDTYPE, fn, "dtype %s is not supported: a float dtype "
                  "is needed", tm_dtype_name(x->dtype));
         return NULL;
     }
-    if (!tm__on_cpu(x)) {
-        tm__errf(TM_EUNSUPPORTED, fn, "device %s is not supported yet (CPU "
-                 "only)", tm_device_name(tm_device_of(x)));
-        return NULL;
-    }
     if (pl_geometry(fn, x, &o, &q)) return NULL;
     tm_dtype dt = x->dtype == TM_F64 ? TM_F64 : TM_F32;
     int64_t shape[4] = {x->shape[0], x->shape[1], q.oh, q.ow};
     bool prev = tm_no_grad_begin();
-    yc = tm_empty(shape, 4, dt);
-    if (is_max && yc) ix = tm_empty(shape, 4, TM_I64);
+    tm_device dev = x->storage->device;
+    yc = tm__tensor_new(fn, shape, 4, dt, dev);
+    if (is_max && yc) ix = tm__tensor_new(fn, shape, 4, TM_I64, dev);
     if (!yc || (is_max && !ix)) goto fail;
     if (tm_numel(yc) > 0) {
         xc = pl_dense(x, dt);
         if (!xc) goto fail;
-        if (is_max)
-            tm__pool_max(&q, dt, tm_data(xc), tm_data(yc), tm_data(ix));
-        else
-            tm__pool_avg(&q, dt, tm_data(xc), tm_data(yc));
+        tm_buf yb = pl_planes(yc), xb = pl_planes(xc), ib = {0};
+        if (ix) ib = pl_planes(ix);
+        tm__stage sg = {0};
+        tm__stage_out(&sg, &yb);
+        tm__stage_out(&sg, &ib);
+        tm__stage_in(&sg, &xb);
+        if (TM__CALL_STAGED(fn, tm__ctx(yc), &sg, POOL, 0, pool, &yb, &ib,
+                            &xb, &q, is_max))
+            goto fail;
     }
     y = dt == x->dtype ? tm_retain(yc) : tm_to_dtype(yc, x->dtype);
     if (!y) goto fail;
