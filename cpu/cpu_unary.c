@@ -10,7 +10,7 @@
  *   - F64 for F64;
  *   - I64 for the integer ops on integer and bool tensors (wrapping);
  *   - predicates (logical_not, isnan, isinf, isfinite) read F32/F64/I64 and
- *     write BOOL.
+ *     write 0 or 1 in the output's dtype.
  * Each element depends only on its own input, so results are bitwise
  * identical for any thread count. */
 #include "cpu_impl.h"
@@ -431,10 +431,8 @@ tm_status tm__cpu_unary(tm_ctx *ctx, tm_unary_op op, const tm_buf *out, const tm
     tm_dtype id = in->dtype, od = out->dtype;
     /* the op's class (TM_UNARY_OPS) picks the loop family */
     tm__op_class cls = tm__unary_ops[op].cls;
-    if (cls == TM__CLASS_PRED) {
-        if (od != TM_BOOL)
-            return TM_ERR(TM_EDTYPE, "%s writes bool, not %s",
-                          tm__unary_ops[op].name, tm_dtype_name(od));
+    if (cls == TM__CLASS_PRED) { /* 0 or 1, converted to out's dtype (BOOL
+                                  * from the front ends, I64 when staged) */
         if (id == TM_F64)
             return tm__ew_run(out, TM_BOOL, ins, 1, TM_F64, tm__pred_f64, &c);
         if (tm_dtype_is_float(id))

@@ -254,7 +254,8 @@ typedef struct tm_backend {
                           double a, double b, int64_t k);
 
     /* out = op(in, p0, p1).  in's dtype is the compute input; out's dtype
-     * may differ (BOOL for predicates, a narrower float to round into). */
+     * may differ (a narrower float to round into; predicates write 0 or 1
+     * in out's dtype: BOOL, or I64 when the dtype fallback staged it). */
     tm_status (*unary)(tm_ctx *ctx, tm_unary_op op, const tm_buf *out,
                        const tm_buf *in, double p0, double p1);
     /* out = a op b, all the same shape.  a and b may have any dtypes; they
