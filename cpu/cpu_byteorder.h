@@ -2,10 +2,10 @@
  * cpu_byteorder.h — the CPU kernel of the io front ends (internal):
  * decoding a file's big-endian elements into a tensor's host order.
  *
- * io/ parses a file's header and checks its sizes; the loop that writes
- * every element of the tensor is a kernel (a device backend would decode
- * on its side), so it lives here.  There is no backend-table entry for it
- * yet; io/idx.c calls it directly and makes CPU tensors only.
+ * io/ parses a file's header and checks its sizes; the loop over the
+ * elements is a kernel, so it lives here.  A file's bytes are host memory,
+ * so io/idx.c decodes them into a host block that a CPU tensor then owns
+ * (tm_to moves it to another device).
  */
 #ifndef FOUNDRY_CPU_BYTEORDER_H
 #define FOUNDRY_CPU_BYTEORDER_H

@@ -343,7 +343,9 @@ typedef struct tm_backend {
                       const tm_buf *weight, const tm_buf *bias,
                       const tm_conv_geom *q);
     /* Gradients of conv from g (the shape of y): dx, dweight, dbias, each
-     * absent when not wanted; each present one is overwritten. */
+     * absent when not wanted; each present one is overwritten.  x is
+     * absent when dweight is, and weight when dx is (the front end keeps
+     * only what the wanted gradients read). */
     tm_status (*conv_backward)(tm_ctx *ctx, const tm_buf *dx,
                                const tm_buf *dweight, const tm_buf *dbias,
                                const tm_buf *g, const tm_buf *x,

@@ -97,7 +97,8 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices);
 /* ------------------------------------------------ convolution and pooling
  * PyTorch layouts: images are x [N, C, H, W].  Spatial settings are
  * {height, width} pairs.  Float dtypes only (F16/BF16 compute in F32,
- * F64 in F64); CPU tensors.  Results are new contiguous tensors of x's
+ * F64 in F64); tensors on any one device.  Results are new contiguous
+ * tensors of x's
  * dtype; gradients flow to x (and weight, bias) when they require grad
  * ("ConvolutionBackward", "MaxPool2DBackward", "AvgPool2DBackward"). */
 
