@@ -125,5 +125,7 @@ const tm_backend tm__cpu_backend = {
     .conv_backward = tm__cpu_conv_backward,
     .pool = tm__cpu_pool,
     .pool_backward = tm__cpu_pool_backward,
+    .loss = tm__cpu_loss,
+    .loss_backward = tm__cpu_loss_backward,
     .embedding_backward = tm__cpu_embedding_backward,
 };

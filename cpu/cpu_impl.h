@@ -120,6 +120,13 @@ tm_status tm__cpu_pool_backward(tm_ctx *ctx, const tm_buf *dx,
                                 const tm_pool_geom *q, bool is_max);
 tm_status tm__cpu_embedding_backward(tm_ctx *ctx, const tm_buf *dweight,
                                      const tm_buf *g, const tm_buf *index);
+tm_status tm__cpu_loss(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
+                       const tm_buf *x, const tm_buf *target,
+                       const tm_loss_params *p);
+tm_status tm__cpu_loss_backward(tm_ctx *ctx, const tm_buf *gx,
+                                const tm_buf *gtarget, const tm_buf *g,
+                                const tm_buf *x, const tm_buf *target,
+                                const tm_buf *lse, const tm_loss_params *p);
 
 
 /* ------------------------------------------------------ elementwise engine

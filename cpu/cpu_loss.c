@@ -1,15 +1,20 @@
 /*
- * cpu_loss.c — row loops of cross entropy and nll_loss (see cpu_loss.h).
+ * cpu_loss.c — the CPU backend's `loss` and `loss_backward` entries
+ * (foundry/backend.h) and the row loops of cross entropy and nll_loss
+ * behind them (cpu_loss.h).
  *
  * F64 rows use the plain loops (exp in double).  F32 rows run exp through
  * the vectorized tm__vexp_f32 block by block (so a block stays in L1),
  * with sums in double: forward reads each row twice (max, exp-sum) plus
  * once more only when label smoothing or probability targets need
- * sum(q x); backward writes each gradient row once.
+ * sum(q x); backward writes each gradient row once.  F16 and BF16
+ * operands run as F32 (converted on entry, results converted back once),
+ * so they give exactly what converting them with tm_to_dtype first would.
+ * The class-index check runs before any row, and fails the call.
  */
 #include "cpu_loss.h"
 
-#include "../tensor/core/tensor_impl.h"
+#include "cpu_impl.h"
 #include "vmath/vmath.h"
 
 #include <math.h>
@@ -21,7 +26,7 @@ typedef tm__loss_rows rows_ctx;
 
 static bool ignored(const rows_ctx *rc, int64_t r)
 {
-    return rc->kind != TM__LOSS_CE_PROB && rc->tgt[r] == rc->ignore;
+    return rc->kind != TM_LOSS_CE_PROB && rc->tgt[r] == rc->ignore;
 }
 
 /* Row r's share of the upstream gradient (backward). */
@@ -37,7 +42,7 @@ static double row_scale(const rows_ctx *rc, int64_t r)
 static inline double q_at_f64(const rows_ctx *rc, int64_t r, int64_t j)
 {
     double c = (double)rc->c;
-    if (rc->kind == TM__LOSS_CE_PROB)
+    if (rc->kind == TM_LOSS_CE_PROB)
         return (1.0 - rc->eps) * ((const double *)rc->prob)[r * rc->c + j] +
                rc->eps / c;
     return j == rc->tgt[r] ? 1.0 - rc->eps + rc->eps / c : rc->eps / c;
@@ -47,7 +52,7 @@ static inline double q_at_f64(const rows_ctx *rc, int64_t r, int64_t j)
 static inline double q_at_f32(const rows_ctx *rc, int64_t r, int64_t j)
 {
     double c = (double)rc->c;
-    if (rc->kind == TM__LOSS_CE_PROB)
+    if (rc->kind == TM_LOSS_CE_PROB)
         return (1.0 - rc->eps) *
                    (double)((const float *)rc->prob)[r * rc->c + j] +
                rc->eps / c;
@@ -60,7 +65,7 @@ static inline double q_at_f32(const rows_ctx *rc, int64_t r, int64_t j)
 static void q_sums_f64(const rows_ctx *rc, int64_t r, const double *xr,
                        double *qs, double *qx)
 {
-    if (rc->kind == TM__LOSS_CE_INDEX && rc->eps == 0.0) {
+    if (rc->kind == TM_LOSS_CE_INDEX && rc->eps == 0.0) {
         *qs = 1.0;
         *qx = xr[rc->tgt[r]];
         return;
@@ -80,7 +85,7 @@ static void q_sums_f64(const rows_ctx *rc, int64_t r, const double *xr,
 static void q_sums_f32(const rows_ctx *rc, int64_t r, const float *xr,
                        double *qs, double *qx)
 {
-    if (rc->kind == TM__LOSS_CE_INDEX && rc->eps == 0.0) {
+    if (rc->kind == TM_LOSS_CE_INDEX && rc->eps == 0.0) {
         *qs = 1.0;
         *qx = (double)xr[rc->tgt[r]];
         return;
@@ -108,7 +113,7 @@ static void fwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
             rc->loss[r] = 0.0;
             continue;
         }
-        if (rc->kind == TM__LOSS_NLL) {
+        if (rc->kind == TM_LOSS_NLL) {
             rc->loss[r] = -xr[rc->tgt[r]];
             continue;
         }
@@ -137,7 +142,7 @@ static void bwd_f64(const rows_ctx *rc, int64_t begin, int64_t end)
         double *gy = rc->gy ? (double *)rc->gy + r * c : NULL;
         double s = row_scale(rc, r);
         bool ign = ignored(rc, r);
-        if (ign || rc->kind == TM__LOSS_NLL) {
+        if (ign || rc->kind == TM_LOSS_NLL) {
             if (!gx) continue;
             for (int64_t j = 0; j < c; j++) gx[j] = 0.0;
             if (!ign) gx[rc->tgt[r]] = -s;
@@ -228,7 +233,7 @@ static void fwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
             rc->loss[r] = 0.0;
             continue;
         }
-        if (rc->kind == TM__LOSS_NLL) {
+        if (rc->kind == TM_LOSS_NLL) {
             rc->loss[r] = -(double)xr[rc->tgt[r]];
             continue;
         }
@@ -259,7 +264,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
         float *gy = rc->gy ? (float *)rc->gy + r * c : NULL;
         double s = row_scale(rc, r);
         bool ign = ignored(rc, r);
-        if (ign || rc->kind == TM__LOSS_NLL) {
+        if (ign || rc->kind == TM_LOSS_NLL) {
             if (!gx) continue;
             for (int64_t j = 0; j < c; j++) gx[j] = 0.0f;
             if (!ign) gx[rc->tgt[r]] = (float)-s;
@@ -267,7 +272,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
         }
         double l = rc->lse[r], qs;
         float lf = (float)l;
-        if (rc->kind == TM__LOSS_CE_INDEX) {
+        if (rc->kind == TM_LOSS_CE_INDEX) {
             qs = 1.0;
         } else {
             qs = 0.0;
@@ -279,7 +284,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
                 int64_t k = c - b < LOSS_BLOCK ? c - b : LOSS_BLOCK;
                 sub_f32(buf, xr + b, lf, k);
                 tm__vexp_f32(k, buf, buf);
-                if (rc->kind == TM__LOSS_CE_INDEX) {
+                if (rc->kind == TM_LOSS_CE_INDEX) {
                     float es = (float)(rc->eps / (double)c * s);
                     axmb_f32(gx + b, buf, ps, es, k);
                 } else {
@@ -288,7 +293,7 @@ static void bwd_f32(const rows_ctx *rc, int64_t begin, int64_t end)
                                     (float)(q_at_f32(rc, r, b + i) * s);
                 }
             }
-            if (rc->kind == TM__LOSS_CE_INDEX)
+            if (rc->kind == TM_LOSS_CE_INDEX)
                 gx[rc->tgt[r]] -= (float)((1.0 - rc->eps) * s);
         }
         if (gy) {
@@ -325,32 +330,165 @@ void tm__loss_rows_run(tm__loss_rows *rc, bool forward)
                      forward ? fwd_range : bwd_range, rc);
 }
 
-int64_t tm__loss_check_targets(const int64_t *tgt, int64_t m, int64_t c,
+
+/* ---------------------------------------------------------- the entries */
+
+/* An entry's buffer as a dense array of dtype dt: the buffer's own memory
+ * when it is one, else a host copy (converted as the copy entry converts,
+ * so an F16 x reads exactly as tm_to_dtype(x, F32) would). */
+typedef struct {
+    const tm_buf *b; /* NULL or handle NULL: absent */
+    void *p;         /* the dense array (NULL when absent) */
+    void *tmp;       /* owned copy, or NULL */
+    tm_buf tb;       /* the copy as a buffer */
+} dense;
+
+static bool is_dense(const tm_buf *b, tm_dtype dt)
+{
+    if (b->dtype != dt) return false;
+    int64_t expect = 1;
+    for (int i = b->ndim - 1; i >= 0; i--) {
+        if (b->shape[i] == 0) return true;
+        if (b->shape[i] != 1 && b->strides[i] != expect) return false;
+        expect *= b->shape[i];
+    }
+    return true;
+}
+
+/* d views b as dt; `in`: its values are read (copied in when b is not
+ * dense), else it is only written (dense_end copies it back). */
+static tm_status dense_begin(tm_ctx *ctx, dense *d, const tm_buf *b,
+                             tm_dtype dt, bool in)
+{
+    d->b = b;
+    d->p = d->tmp = NULL;
+    if (!b || !b->handle) return TM_OK;
+    if (is_dense(b, dt)) {
+        d->p = tm__ptr(b);
+        return TM_OK;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < b->ndim; i++) n *= b->shape[i];
+    d->tmp = tm__alloc((size_t)(n > 0 ? n : 1) * tm_dtype_size(dt), "loss");
+    if (!d->tmp) return tm_last_status();
+    tm_buf tb = {.handle = d->tmp, .dtype = dt, .ndim = b->ndim};
+    for (int i = 0; i < b->ndim; i++) tb.shape[i] = b->shape[i];
+    tm__contiguous_strides(tb.shape, tb.ndim, tb.strides);
+    d->tb = tb;
+    d->p = d->tmp;
+    return in && n > 0 ? tm__cpu_copy(ctx, &d->tb, b) : TM_OK;
+}
+
+/* Copies an output's dense copy back into its buffer (when st is TM_OK)
+ * and frees the copy; returns st or the copy's status. */
+static tm_status dense_end(tm_ctx *ctx, dense *d, bool out, tm_status st)
+{
+    if (!d->tmp) return st;
+    if (out && st == TM_OK) st = tm__cpu_copy(ctx, d->b, &d->tb);
+    tm__dealloc(d->tmp);
+    d->tmp = NULL;
+    return st;
+}
+
+/* Range-checks the class indices tgt (M) and counts the rows not ignored
+ * (the mean's divisor) into *count. */
+static tm_status check_targets(const int64_t *tgt, int64_t m, int64_t c,
                                int64_t ignore, int64_t *count)
 {
     int64_t n = 0;
     for (int64_t r = 0; r < m; r++) {
         if (tgt[r] == ignore) continue;
-        if (tgt[r] < 0 || tgt[r] >= c) return r;
+        if (tgt[r] < 0 || tgt[r] >= c)
+            return tm__errf(TM_ERANGE, "loss", "target %lld at position "
+                            "%lld is out of range for %lld classes",
+                            (long long)tgt[r], (long long)r, (long long)c);
         n++;
     }
     *count = n;
-    return -1;
+    return TM_OK;
 }
 
-void tm__loss_store_rows(void *out, tm_dtype dt, const double *loss,
-                         int64_t m)
+tm_status tm__cpu_loss(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
+                       const tm_buf *x, const tm_buf *target,
+                       const tm_loss_params *p)
 {
-    size_t es = tm_dtype_size(dt);
-    for (int64_t r = 0; r < m; r++)
-        tm__store_f64((char *)out + (size_t)r * es, dt, loss[r]);
+    int64_t m = x->shape[0], c = x->shape[1], count = m;
+    bool f64 = x->dtype == TM_F64, prob = p->kind == TM_LOSS_CE_PROB;
+    tm_dtype cd = f64 ? TM_F64 : TM_F32;
+    dense dx = {0}, dt = {0}, dl = {0};
+    double *loss = NULL;
+    tm_status st = dense_begin(ctx, &dt, target, prob ? cd : TM_I64, true);
+    if (!st && !prob)
+        st = check_targets(dt.p, m, c, p->ignore_index, &count);
+    if (!st) st = dense_begin(ctx, &dx, x, cd, true);
+    if (!st && p->kind != TM_LOSS_NLL)
+        st = dense_begin(ctx, &dl, lse, TM_F64, false);
+    if (!st) {
+        loss = tm__alloc((size_t)(m > 0 ? m : 1) * sizeof(double), "loss");
+        if (!loss) st = tm_last_status();
+    }
+    if (!st) {
+        tm__loss_rows rc = {
+            .kind = p->kind, .f64 = f64, .m = m, .c = c, .x = dx.p,
+            .prob = prob ? dt.p : NULL, .tgt = prob ? NULL : dt.p,
+            .ignore = p->ignore_index, .eps = p->label_smoothing,
+            .lse = dl.p, .loss = loss};
+        tm__loss_rows_run(&rc, true);
+        char *o = tm__ptr(out);
+        if (p->reduction == TM_REDUCTION_NONE) {
+            /* each row's loss rounded once to out's dtype */
+            size_t step = tm_dtype_size(out->dtype) *
+                          (size_t)(out->ndim ? out->strides[0] : 0);
+            for (int64_t r = 0; r < m; r++)
+                tm__store_f64(o + (size_t)r * step, out->dtype, loss[r]);
+        } else {
+            /* the sum in row order, then the mean's division */
+            double total = 0.0;
+            for (int64_t r = 0; r < m; r++) total += loss[r];
+            if (p->reduction == TM_REDUCTION_MEAN) total /= (double)count;
+            tm__store_f64(o, out->dtype, total);
+        }
+    }
+    tm__dealloc(loss);
+    st = dense_end(ctx, &dl, true, st);
+    dense_end(ctx, &dx, false, TM_OK);
+    dense_end(ctx, &dt, false, TM_OK);
+    return st;
 }
 
-double tm__loss_reduce(const double *loss, int64_t m, tm_reduction red,
-                       int64_t count)
+tm_status tm__cpu_loss_backward(tm_ctx *ctx, const tm_buf *gx,
+                                const tm_buf *gtarget, const tm_buf *g,
+                                const tm_buf *x, const tm_buf *target,
+                                const tm_buf *lse, const tm_loss_params *p)
 {
-    double total = 0.0;
-    for (int64_t r = 0; r < m; r++) total += loss[r];
-    if (red == TM_REDUCTION_MEAN) total /= (double)count;
-    return total;
+    int64_t m = x->shape[0], c = x->shape[1], count = m;
+    bool f64 = x->dtype == TM_F64, prob = p->kind == TM_LOSS_CE_PROB;
+    tm_dtype cd = f64 ? TM_F64 : TM_F32;
+    dense dx = {0}, dt = {0}, dl = {0}, dg = {0}, dgx = {0}, dgy = {0};
+    tm_status st = dense_begin(ctx, &dt, target, prob ? cd : TM_I64, true);
+    /* the mean's divisor, recounted from the targets */
+    if (!st && !prob)
+        st = check_targets(dt.p, m, c, p->ignore_index, &count);
+    if (!st) st = dense_begin(ctx, &dx, x, cd, true);
+    if (!st) st = dense_begin(ctx, &dg, g, TM_F64, true);
+    if (!st && p->kind != TM_LOSS_NLL)
+        st = dense_begin(ctx, &dl, lse, TM_F64, true);
+    if (!st) st = dense_begin(ctx, &dgx, gx, cd, false);
+    if (!st && prob) st = dense_begin(ctx, &dgy, gtarget, cd, false);
+    if (!st && (dgx.p || dgy.p)) {
+        tm__loss_rows rc = {
+            .kind = p->kind, .f64 = f64, .m = m, .c = c, .x = dx.p,
+            .prob = prob ? dt.p : NULL, .tgt = prob ? NULL : dt.p,
+            .ignore = p->ignore_index, .eps = p->label_smoothing,
+            .lse = dl.p, .g = dg.p, .reduction = p->reduction,
+            .count = (double)count, .gx = dgx.p, .gy = dgy.p};
+        tm__loss_rows_run(&rc, false);
+    }
+    st = dense_end(ctx, &dgx, true, st);
+    st = dense_end(ctx, &dgy, true, st);
+    dense_end(ctx, &dl, false, TM_OK);
+    dense_end(ctx, &dg, false, TM_OK);
+    dense_end(ctx, &dx, false, TM_OK);
+    dense_end(ctx, &dt, false, TM_OK);
+    return st;
 }

@@ -370,7 +370,11 @@ typedef struct tm_backend {
                       const tm_buf *x, const tm_buf *target,
                       const tm_loss_params *p);
     /* Gradients of loss from g (F64: (M) for NONE, else 0-d): gx (M, C)
-     * and, for the prob kind, gtarget (M, C); either may be absent. */
+     * and, for the prob kind, gtarget (M, C); either may be absent.  Each
+     * row's share of g is g[r] (NONE), g (SUM) or g / the number of rows
+     * not ignored (MEAN), a count the kernel takes from target itself, as
+     * the forward did, so it never has to reach the host.  A class index
+     * outside [0, C) that is not ignore_index: TM_ERANGE. */
     tm_status (*loss_backward)(tm_ctx *ctx, const tm_buf *gx,
                                const tm_buf *gtarget, const tm_buf *g,
                                const tm_buf *x, const tm_buf *target,

@@ -9,25 +9,24 @@
  * one pass over each row, where q is the target distribution, Q its sum
  * and s the row's share of the upstream gradient.
  *
- * The element loops (cpu/cpu_loss.c: the target check, the rows, the
- * reduction) read contiguous F32 (F16/BF16 are converted first) or F64;
- * sums run in double.  Rows are independent, so results do not depend on
- * the thread count; the reduction adds rows in order.  There is no
- * backend-table entry for them yet, so only CPU tensors are accepted.
+ * This file checks arguments, works out shapes, makes the operands
+ * contiguous with table ops and allocates results on x's device; the row
+ * loops, the class-index range check and the reduction are the backend's
+ * `loss` and `loss_backward` entries (foundry/backend.h; the CPU's are in
+ * cpu/cpu_loss.c), so no element is read here and any device works.  The
+ * mean's divisor (the rows not ignored) is counted by the kernels from
+ * the targets, forward and backward alike, so it never travels to the
+ * host.  A class index out of range is found by the kernel: on the CPU
+ * the call fails at once; an asynchronous device reports it at its next
+ * synchronization.
  */
 #include "foundry/nn_functional.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
-#include "../../cpu/cpu_loss.h"
 
 #include <math.h>
-
-enum {
-    K_CE_INDEX = TM__LOSS_CE_INDEX,
-    K_CE_PROB = TM__LOSS_CE_PROB,
-    K_NLL = TM__LOSS_NLL
-};
+#include <string.h>
 
 tm_cross_entropy_opts tm_cross_entropy_defaults(void)
 {
@@ -35,131 +34,122 @@ tm_cross_entropy_opts tm_cross_entropy_defaults(void)
     return o;
 }
 
-/* t converted to a contiguous tensor of dtype cd (new reference). */
-static tm_tensor *as_rows(const tm_tensor *t, tm_dtype cd)
+/* tm__buf of t, or an absent operand for NULL. */
+static tm_buf buf_or_absent(const tm_tensor *t)
 {
-    return tm_dtype_of(t) == cd ? tm_contiguous(t) : tm_to_dtype(t, cd);
-}
-
-static tm_dtype compute_dtype(tm_dtype dt)
-{
-    return dt == TM_F64 ? TM_F64 : TM_F32;
+    tm_buf b;
+    memset(&b, 0, sizeof b);
+    if (t) b = tm__buf(t);
+    return b;
 }
 
 /* ------------------------------------------------------------- backward */
 
-/* A loss node's parameters.  Saved: x [M, C] (slot 0), target (slot 1:
- * I64 [M] contiguous, or probabilities [M, C]), lse (slot 2, F64 [M],
- * cross entropy only). */
-typedef struct {
-    int kind;              /* K_CE_INDEX, K_CE_PROB or K_NLL */
-    tm_reduction reduction;
-    int64_t ignore_index;
-    double label_smoothing;
-    double count;          /* the mean's divisor */
-} loss_args;
-
+/* A loss node's arguments are its tm_loss_params.  Saved: x [M, C] (slot
+ * 0), target (slot 1: I64 [M] contiguous, or probabilities [M, C]), lse
+ * (slot 2, F64 [M], cross entropy only). */
 static tm_status rows_backward(tm__node *n, const tm_tensor *g,
                                tm_tensor **gin)
 {
-    const loss_args *p = TM__AG_ARGS(n, loss_args);
+    const tm_loss_params *lp = TM__AG_ARGS(n, tm_loss_params);
+    static const char *fn = "loss_backward";
     tm__scratch s = {0};
-    int kind = p->kind;
-    tm_reduction red = p->reduction;
     const tm__edge *ex = &n->edges[0], *ey = &n->edges[1];
-    tm_dtype cd = compute_dtype(ex->dtype);
-    int64_t m = ex->shape[0], c = ex->shape[1];
-    tm_tensor *x = tm__sc_keep(&s, as_rows(tm__ag_saved(n, 0), cd));
+    bool prob = lp->kind == TM_LOSS_CE_PROB;
+    const tm_tensor *x0 = tm__ag_saved(n, 0);
+    tm_device dev = tm_device_of(x0);
+    tm_tensor *x = tm__sc_keep(&s, tm_contiguous(x0));
     tm_tensor *gd = tm__sc_keep(&s, tm_to_dtype(g, TM_F64));
-    tm_tensor *tg = (tm_tensor *)tm__ag_saved(n, 1), *prob = NULL;
+    tm_tensor *tg = tm__sc_keep(&s, tm_contiguous(tm__ag_saved(n, 1)));
     tm_tensor *gx = NULL, *gy = NULL;
-    if (kind == K_CE_PROB) prob = tm__sc_keep(&s, as_rows(tg, cd));
-    if (ex->needed) gx = tm__sc_keep(&s, tm_empty(ex->shape, 2, cd));
-    if (kind == K_CE_PROB && ey->needed)
-        gy = tm__sc_keep(&s, tm_empty(ey->shape, 2, cd));
+    if (ex->needed)
+        gx = tm__sc_keep(&s, tm__tensor_new(fn, ex->shape, 2, ex->dtype,
+                                            dev));
+    if (prob && ey->needed)
+        gy = tm__sc_keep(&s, tm__tensor_new(fn, ey->shape, 2, ey->dtype,
+                                            dev));
     if (s.st) return tm__sc_done(&s, n->name);
-    tm__loss_rows rc = {
-        .kind = kind, .f64 = cd == TM_F64, .m = m, .c = c, .x = tm_data(x),
-        .prob = prob ? tm_data(prob) : NULL,
-        .tgt = kind == K_CE_PROB ? NULL : tm_data(tg),
-        .ignore = p->ignore_index, .eps = p->label_smoothing,
-        .lse = kind == K_NLL ? NULL : tm_data(tm__ag_saved(n, 2)),
-        .g = tm_data(gd), .reduction = red, .count = p->count,
-        .gx = gx ? tm_data(gx) : NULL, .gy = gy ? tm_data(gy) : NULL};
-    tm__loss_rows_run(&rc, false);
-    if (gx) gin[0] = tm__sc_as(gx, ex->dtype);
-    if (gy) gin[1] = tm__sc_as(gy, ey->dtype);
-    if ((gx && !gin[0]) || (gy && !gin[1])) tm__sc_keep(&s, NULL);
+    tm_buf bgx = buf_or_absent(gx), bgy = buf_or_absent(gy);
+    tm_buf bg = tm__buf(gd), bx = tm__buf(x), bt = tm__buf(tg);
+    tm_buf bl = buf_or_absent(lp->kind == TM_LOSS_NLL
+                                  ? NULL
+                                  : tm__ag_saved(n, 2));
+    tm_ctx *cx = tm__ctx(x);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &bgx);
+    tm__stage_out(&sg, &bgy);
+    tm__stage_in(&sg, &bg);
+    tm__stage_in(&sg, &bx);
+    tm__stage_in(&sg, &bt);
+    tm__stage_in(&sg, &bl);
+    if (TM__CALL_STAGED(fn, cx, &sg, LOSS_BACKWARD, (int)lp->kind,
+                        loss_backward, &bgx, &bgy, &bg, &bx, &bt, &bl,
+                        lp)) {
+        tm__sc_keep(&s, NULL);
+        return tm__sc_done(&s, n->name);
+    }
+    if (gx) gin[0] = tm_retain(gx);
+    if (gy) gin[1] = tm_retain(gy);
     return tm__sc_done(&s, n->name);
 }
 
 /* -------------------------------------------------------------- forward */
 
-/* Per-row losses of x2 [M, C] and the reduction.  tgt: I64 [M] contiguous
- * (index kinds) or probabilities [M, C] (any dtype/strides). */
-static tm_tensor *rows_loss(const char *fn, int kind, const tm_tensor *x2,
-                            const tm_tensor *tgt, tm_reduction red,
-                            int64_t ignore, double eps)
+/* Per-row losses of x2 [M, C] and the reduction, by the backend's `loss`
+ * entry.  tgt: I64 [M] contiguous (index kinds) or probabilities [M, C]
+ * (any dtype/strides). */
+static tm_tensor *rows_loss(const char *fn, const tm_loss_params *lp,
+                            const tm_tensor *x2, const tm_tensor *tgt)
 {
-    tm_dtype dt = tm_dtype_of(x2), cd = compute_dtype(dt);
-    int64_t m = tm_size(x2, 0), c = tm_size(x2, 1), count = m;
-    tm_tensor *x = NULL, *prob = NULL, *lse = NULL, *out = NULL;
-    double *loss = NULL;
+    tm_dtype dt = tm_dtype_of(x2);
+    tm_device dev = tm_device_of(x2);
+    int64_t m = tm_size(x2, 0);
+    bool prob = lp->kind == TM_LOSS_CE_PROB;
+    tm_tensor *x = NULL, *tc = NULL, *lse = NULL, *out = NULL;
     bool prev = tm_no_grad_begin();
-    if (kind != K_CE_PROB) {
-        const int64_t *tv = tm_data(tgt);
-        int64_t bad = tm__loss_check_targets(tv, m, c, ignore, &count);
-        if (bad >= 0) {
-            tm__errf(TM_ERANGE, fn, "target %lld at position %lld is out of "
-                     "range for %lld classes", (long long)tv[bad],
-                     (long long)bad, (long long)c);
-            goto fail;
-        }
-    }
-    x = as_rows(x2, cd);
+    x = tm_contiguous(x2);
     if (!x) goto fail;
-    if (kind == K_CE_PROB && !(prob = as_rows(tgt, cd))) goto fail;
-    if (kind != K_NLL &&
-        !(lse = tm__tensor_new(fn, (int64_t[]){m}, 1, TM_F64, TM_CPU)))
+    if (!(tc = tm_contiguous(tgt))) goto fail;
+    if (lp->kind != TM_LOSS_NLL &&
+        !(lse = tm__tensor_new(fn, (int64_t[]){m}, 1, TM_F64, dev)))
         goto fail;
-    loss = tm__alloc((size_t)(m > 0 ? m : 1) * sizeof(double), fn);
-    if (!loss) goto fail;
-    tm__loss_rows rc = {.kind = kind, .f64 = cd == TM_F64, .m = m, .c = c,
-                   .x = tm_data(x), .prob = prob ? tm_data(prob) : NULL,
-                   .tgt = kind == K_CE_PROB ? NULL : tm_data(tgt),
-                   .ignore = ignore, .eps = eps,
-                   .lse = lse ? tm_data(lse) : NULL, .loss = loss};
-    tm__loss_rows_run(&rc, true);
-    if (red == TM_REDUCTION_NONE) {
-        if (!(out = tm__tensor_new(fn, (int64_t[]){m}, 1, dt, TM_CPU)))
-            goto fail;
-        tm__loss_store_rows(tm_data(out), dt, loss, m);
-    } else {
-        double total = tm__loss_reduce(loss, m, red, count);
-        if (!(out = tm__scalar_on(fn, total, dt, TM_CPU))) goto fail;
+    out = lp->reduction == TM_REDUCTION_NONE
+              ? tm__tensor_new(fn, (int64_t[]){m}, 1, dt, dev)
+              : tm__tensor_new(fn, NULL, 0, dt, dev);
+    if (!out) goto fail;
+    tm_buf bo = tm__buf(out), bl = buf_or_absent(lse), bx = tm__buf(x),
+           bt = tm__buf(tc);
+    tm_ctx *cx = tm__ctx(x);
+    tm__stage sg = {0};
+    tm__stage_out(&sg, &bo);
+    tm__stage_out(&sg, &bl);
+    tm__stage_in(&sg, &bx);
+    tm__stage_in(&sg, &bt);
+    if (TM__CALL_STAGED(fn, cx, &sg, LOSS, (int)lp->kind, loss, &bo, &bl,
+                        &bx, &bt, lp)) {
+        tm__relabel_error(fn, tm_last_status());
+        goto fail;
     }
     tm_no_grad_end(prev);
-    const tm_tensor *ins[2] = {x2, kind == K_CE_PROB ? tgt : NULL};
-    loss_args p = {kind, red, ignore, eps, (double)count};
-    tm__record r = {.name = kind == K_NLL ? "NllLossBackward"
-                                          : "CrossEntropyLossBackward",
+    const tm_tensor *ins[2] = {x2, prob ? tgt : NULL};
+    tm__record r = {.name = lp->kind == TM_LOSS_NLL
+                                ? "NllLossBackward"
+                                : "CrossEntropyLossBackward",
                     .backward = rows_backward, .nin = 2, .in = ins,
-                    .save = {x2, tgt, lse}, .args = &p,
-                    .args_size = sizeof p};
+                    .save = {x2, tgt, lse}, .args = lp,
+                    .args_size = sizeof *lp};
     if (tm__ag_record(&r, out)) goto fail_rec;
     tm_free(x);
-    tm_free(prob);
+    tm_free(tc);
     tm_free(lse);
-    tm__dealloc(loss);
     return out;
 fail:
     tm_no_grad_end(prev);
 fail_rec:
     tm_free(out);
     tm_free(x);
-    tm_free(prob);
+    tm_free(tc);
     tm_free(lse);
-    tm__dealloc(loss);
     return NULL;
 }
 
@@ -194,10 +184,6 @@ static tm_tensor *loss_front(const char *fn, bool nll, const tm_tensor *x,
         return NULL;
     const tm_tensor *both[2] = {x, target};
     if (tm__check_same_device(fn, both, 2)) return NULL;
-    if (!tm__on_cpu(x)) {
-        tm__errf(TM_EUNSUPPORTED, fn, "only CPU tensors are supported");
-        return NULL;
-    }
     tm_dtype dt = tm_dtype_of(x), tdt = tm_dtype_of(target);
     if (!tm_dtype_is_float(dt)) {
         tm__errf(TM_EDTYPE, fn, "input must be a float tensor, got %s",
@@ -247,7 +233,11 @@ static tm_tensor *loss_front(const char *fn, bool nll, const tm_tensor *x,
         return NULL;
     }
     tm_tensor *x2 = NULL, *t2 = NULL, *r = NULL, *out = NULL;
-    int kind = nll ? K_NLL : prob ? K_CE_PROB : K_CE_INDEX;
+    tm_loss_params lp = {.kind = nll    ? TM_LOSS_NLL
+                                 : prob ? TM_LOSS_CE_PROB
+                                        : TM_LOSS_CE_INDEX,
+                         .reduction = red, .ignore_index = ignore,
+                         .label_smoothing = eps};
     x2 = to_rows(x);
     if (!x2) goto done;
     if (prob) {
@@ -258,7 +248,7 @@ static tm_tensor *loss_front(const char *fn, bool nll, const tm_tensor *x,
         tm_no_grad_end(prev);
     }
     if (!t2) goto done;
-    r = rows_loss(fn, kind, x2, t2, red, ignore, eps);
+    r = rows_loss(fn, &lp, x2, t2);
     if (!r) goto done;
     if (red != TM_REDUCTION_NONE) {
         out = tm_retain(r);
