@@ -127,6 +127,10 @@ tm_status tm__cpu_loss_backward(tm_ctx *ctx, const tm_buf *gx,
                                 const tm_buf *gtarget, const tm_buf *g,
                                 const tm_buf *x, const tm_buf *target,
                                 const tm_buf *lse, const tm_loss_params *p);
+tm_status tm__cpu_optim_step(tm_ctx *ctx, const tm_optim_update *u,
+                             const tm_buf *p, const tm_buf *g,
+                             const tm_buf *s0, const tm_buf *s1,
+                             const tm_buf *s2);
 
 
 /* ------------------------------------------------------ elementwise engine

@@ -1,7 +1,8 @@
 /*
- * optim.c — optimizers: groups, hyperparameters and the fused step
- * (foundry/optim.h).  The update arithmetic lives in optim_kern_tmpl.h;
- * state naming and checkpoints in optim_state.c.
+ * optim.c — optimizers: groups and hyperparameters (foundry/optim.h).
+ * The step is optim_step.c (the backend's `optim_step` entry; the CPU's
+ * arithmetic is cpu/optim/optim_kern_tmpl.h); state naming and
+ * checkpoints are optim_state.c.
  */
 #include "optim_impl.h"
 

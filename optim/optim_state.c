@@ -3,7 +3,11 @@
  * (tm_optim_state_dict / tm_optim_load_state_dict).  Names are
  * "state.<index>.<key>", index = the parameter's position across groups,
  * key = "step" or a slot name (tm__optim_slot_name), as PyTorch's
- * optimizer.state_dict()["state"].
+ * optimizer.state_dict()["state"].  Saved slots are copies on the device
+ * they live on; "step" is host bookkeeping, saved as a CPU tensor (as
+ * PyTorch keeps it) and read back with tm_item_i64 on loading (a host
+ * synchronization when it was moved to a device).  Loaded slots are
+ * copied to their parameter's device.
  */
 #include "optim_impl.h"
 
@@ -180,9 +184,14 @@ tm_status tm_optim_load_state_dict(tm_optim *opt, const tm_params *in)
                         "no 'state.%d.%s'", i, i, missing);
             goto done;
         }
+        /* a state lives where its parameter does (the step reads it
+         * there): a copy on the parameter's device */
+        tm_device dev = tm_device_of(opt->params[i].t);
         for (int j = 0; j < TMO_NSTATE; j++) {
             if (!s[j]) continue;
-            neu[(size_t)i * (TMO_NSTATE + 1) + (size_t)j] = tm_clone(s[j]);
+            neu[(size_t)i * (TMO_NSTATE + 1) + (size_t)j] =
+                tm_device_eq(tm_device_of(s[j]), dev) ? tm_clone(s[j])
+                                                      : tm_to(s[j], dev);
             if (!neu[(size_t)i * (TMO_NSTATE + 1) + (size_t)j]) {
                 st = tm__relabel_error(__func__, tm_last_status());
                 goto done;

@@ -1,8 +1,11 @@
 /*
- * optim_step.c — tm_optim_step: check everything, create missing state,
- * then one fused kernel pass per parameter (tm__optk_run, in
- * cpu/optim/optim_kern.c: split over the thread pool for large
- * parameters; the split cannot change results, see
+ * optim_step.c — tm_optim_step: check everything, create missing state on
+ * each parameter's device, then one fused update per parameter through
+ * the backend's `optim_step` entry (foundry/backend.h), with the settings
+ * worked out here as a tm_optim_update.  No element is read or written
+ * here, so parameters on any device are updated where they live.  The
+ * CPU's entry (cpu/optim/optim_kern.c) splits large parameters over the
+ * thread pool; the split cannot change results (see
  * cpu/optim/optim_kern_tmpl.h).
  */
 #include "optim_impl.h"
@@ -39,10 +42,10 @@ bool tm__optim_slot_used(tm_optim_kind kind, const tm_optim_hparams *hp,
     return false;
 }
 
-/* The kernel settings for parameter pa at its step `step` (already
+/* The update settings for parameter pa at its step `step` (already
  * incremented). */
-static int setup(const tm_optim *opt, const tmo_param *pa, int64_t step,
-                 tm__optk *k)
+static void setup(const tm_optim *opt, const tmo_param *pa, int64_t step,
+                  tm_optim_update *k)
 {
     const tm_optim_hparams *h = &opt->groups[pa->group].hp;
     memset(k, 0, sizeof *k);
@@ -59,7 +62,8 @@ static int setup(const tm_optim *opt, const tmo_param *pa, int64_t step,
         k->nesterov = h->nesterov;
         k->mom = h->momentum;
         k->damp1 = 1 - h->dampening;
-        return TM__OPTK_SGD;
+        k->kind = TM_UPDATE_SGD;
+        return;
     case TM_OPTIM_ADAMW:
         k->decoupled = true;
         k->decay_mul = 1 - h->lr * h->weight_decay;
@@ -72,19 +76,21 @@ static int setup(const tm_optim *opt, const tmo_param *pa, int64_t step,
         /* bias_correction2 ** 0.5 in Python is pow(x, 0.5) */
         k->bc2_sqrt = pow(1 - pow(h->beta2, st), 0.5);
         k->neg_step = -(h->lr / (1 - pow(h->beta1, st)));
-        return TM__OPTK_ADAM;
+        k->kind = TM_UPDATE_ADAM;
+        return;
     case TM_OPTIM_RMSPROP:
         k->centered = h->centered;
         k->momentum = h->momentum > 0;
         k->mom = h->momentum;
         k->alpha = h->alpha;
         k->ca = 1 - h->alpha;
-        return TM__OPTK_RMSPROP;
+        k->kind = TM_UPDATE_RMSPROP;
+        return;
     case TM_OPTIM_ADAGRAD:
         k->neg_step = -(h->lr / (1 + (st - 1) * h->lr_decay));
-        return TM__OPTK_ADAGRAD;
+        k->kind = TM_UPDATE_ADAGRAD;
+        return;
     }
-    return TM__OPTK_SGD;
 }
 
 /* Checks parameter i with gradient g; stores the contiguous gradient to
@@ -113,9 +119,21 @@ static tm_status check_one(const tm_optim *opt, int i, tm_tensor **gc)
                         "%s", i,
                         tm__fmt_shape(tm_shape(g), tm_ndim(g), a, sizeof a),
                         tm__fmt_shape(tm_shape(p), tm_ndim(p), b, sizeof b));
-    if (!tm__on_cpu(p) || !tm__on_cpu(g))
+    tm_device dev = tm_device_of(p);
+    if (!tm_device_eq(tm_device_of(g), dev))
         return tm__errf(TM_EDEVICE, fn,
-                        "parameter %d is not on the CPU", i);
+                        "gradient of parameter %d is on %s, parameter on %s",
+                        i, tm_device_name(tm_device_of(g)),
+                        tm_device_name(dev));
+    for (int j = 0; j < TMO_NSTATE; j++) {
+        const tm_tensor *sj = opt->params[i].s[j];
+        if (sj && !tm_device_eq(tm_device_of(sj), dev))
+            return tm__errf(TM_EDEVICE, fn,
+                            "state '%s' of parameter %d is on %s, parameter "
+                            "on %s", tm__optim_slot_name(opt->kind, j), i,
+                            tm_device_name(tm_device_of(sj)),
+                            tm_device_name(dev));
+    }
     if (!tm_is_contiguous(p))
         return tm__errf(TM_EINVAL, fn, "parameter %d is not contiguous", i);
     tm_status st = tm__check_writable(fn, p);
@@ -152,12 +170,12 @@ tm_status tm_optim_step(tm_optim *opt)
             /* the SGD buffer is a clone of the first grad (the kernel
              * writes it whole), the rest start at zero */
             if (pa->s[j] || !tm__optim_slot_used(opt->kind, h, j)) continue;
-            tm_tensor *t = opt->kind == TM_OPTIM_ADAGRAD
-                               ? tm_full(tm_shape(pa->t), tm_ndim(pa->t),
-                                         h->initial_accumulator_value,
-                                         tm_dtype_of(pa->t))
-                               : tm_zeros(tm_shape(pa->t), tm_ndim(pa->t),
-                                          tm_dtype_of(pa->t));
+            double v = opt->kind == TM_OPTIM_ADAGRAD
+                           ? h->initial_accumulator_value
+                           : 0.0;
+            tm_tensor *t = tm_full_on(tm_shape(pa->t), tm_ndim(pa->t), v,
+                                      tm_dtype_of(pa->t),
+                                      tm_device_of(pa->t));
             if (!t) {
                 st = tm__relabel_error(__func__, tm_last_status());
                 goto done;
@@ -168,8 +186,8 @@ tm_status tm_optim_step(tm_optim *opt)
     for (int i = 0; i < n; i++) {
         tmo_param *pa = &opt->params[i];
         if (!grads[i]) continue;
-        tm__optk k;
-        int which = setup(opt, pa, pa->step + 1, &k);
+        tm_optim_update k;
+        setup(opt, pa, pa->step + 1, &k);
         for (int j = 0; j < TMO_NSTATE; j++) {
             tm_tensor **f = &fresh[(size_t)i * TMO_NSTATE + (size_t)j];
             if (*f) {
@@ -177,13 +195,24 @@ tm_status tm_optim_step(tm_optim *opt)
                 *f = NULL;
             }
         }
-        _Static_assert(TMO_NSTATE == 3, "tm__optk_run takes three states");
-        void *s[TMO_NSTATE];
+        _Static_assert(TMO_NSTATE == 3, "optim_step takes three states");
+        tm_buf bp = tm__buf(pa->t), bg = tm__buf(grads[i]), bs[TMO_NSTATE];
+        memset(bs, 0, sizeof bs);
         for (int j = 0; j < TMO_NSTATE; j++)
-            s[j] = pa->s[j] ? tm_data(pa->s[j]) : NULL;
-        tm__optk_run(which, tm_dtype_of(pa->t) == TM_F64, &k,
-                     tm_numel(pa->t), tm_data(pa->t), tm_data(grads[i]), s);
+            if (pa->s[j]) bs[j] = tm__buf(pa->s[j]);
+        tm_ctx *cx = tm__ctx(pa->t);
+        tm__stage sg = {0};
+        tm__stage_inout(&sg, &bp);
+        tm__stage_in(&sg, &bg);
+        for (int j = 0; j < TMO_NSTATE; j++) tm__stage_inout(&sg, &bs[j]);
         tm__bump_version(pa->t);
+        if (tm_numel(pa->t) > 0 &&
+            TM__CALL_STAGED(__func__, cx, &sg, OPTIM_STEP, (int)k.kind,
+                            optim_step, &k, &bp, &bg, &bs[0], &bs[1],
+                            &bs[2])) {
+            st = tm__relabel_error(__func__, tm_last_status());
+            goto done;
+        }
         pa->step++;
         pa->has_state = true;
     }

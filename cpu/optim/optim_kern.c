@@ -1,10 +1,11 @@
 /* optim_kern.c — the portable family of the optimizer kernels (F32 and
- * F64, one element per "vector"), the per-ISA dispatch, and the driver
- * that splits one parameter's update over the thread pool. */
+ * F64, one element per "vector"), the per-ISA dispatch, and the CPU
+ * backend's `optim_step` entry, which splits one parameter's update over
+ * the thread pool. */
 #include "optim_kern.h"
 
 #include "../cpu_features.h"
-#include "../../tensor/runtime/runtime_impl.h"
+#include "../cpu_impl.h"
 
 #include <math.h>
 
@@ -58,9 +59,9 @@ static inline double tmo_maxn_f64(double a, double b)
     {tm__optk_sgd_f32_##fam, tm__optk_adam_f32_##fam,                         \
      tm__optk_rmsprop_f32_##fam, tm__optk_adagrad_f32_##fam}
 
-tm__optk_f32 tm__optk_family_f32(int which, int isa)
+tm__optk_f32 tm__optk_family_f32(tm_update_kind kind, int isa)
 {
-    static const tm__optk_f32 table[TM__ISA_COUNT][TM__OPTK_COUNT] = {
+    static const tm__optk_f32 table[TM__ISA_COUNT][TM__OPTK_KINDS] = {
         [TM__ISA_PORTABLE] = TMO_ROW(portable),
 #if defined(__x86_64__)
         [TM__ISA_AVX2] = TMO_ROW(avx2),
@@ -70,25 +71,26 @@ tm__optk_f32 tm__optk_family_f32(int which, int isa)
         [TM__ISA_NEON] = TMO_ROW(neon),
 #endif
     };
-    if (which < 0 || which >= TM__OPTK_COUNT || isa < 0 ||
-        isa >= TM__ISA_COUNT || !tm__isa_supported((tm__isa)isa) ||
+    int which = (int)kind;
+    if (which < 0 || which >= TM__OPTK_KINDS) which = 0;
+    if (isa < 0 || isa >= TM__ISA_COUNT || !tm__isa_supported((tm__isa)isa) ||
         !table[isa][0])
         isa = TM__ISA_PORTABLE;
-    if (which < 0 || which >= TM__OPTK_COUNT) which = 0;
     return table[isa][which];
 }
 
-tm__optk_f32 tm__optk_pick_f32(int which)
+tm__optk_f32 tm__optk_pick_f32(tm_update_kind kind)
 {
-    return tm__optk_family_f32(which, (int)tm__cpu_isa());
+    return tm__optk_family_f32(kind, (int)tm__cpu_isa());
 }
 
-tm__optk_f64 tm__optk_pick_f64(int which)
+tm__optk_f64 tm__optk_pick_f64(tm_update_kind kind)
 {
-    static const tm__optk_f64 table[TM__OPTK_COUNT] = {
+    static const tm__optk_f64 table[TM__OPTK_KINDS] = {
         tm__optk_sgd_f64_portable, tm__optk_adam_f64_portable,
         tm__optk_rmsprop_f64_portable, tm__optk_adagrad_f64_portable};
-    return table[which >= 0 && which < TM__OPTK_COUNT ? which : 0];
+    int which = (int)kind;
+    return table[which >= 0 && which < TM__OPTK_KINDS ? which : 0];
 }
 
 /* Elements per thread-pool range: below 2x this a parameter is updated on
@@ -100,7 +102,7 @@ typedef struct {
     bool f64;
     tm__optk_f32 f32k;
     tm__optk_f64 f64k;
-    const tm__optk *k;
+    const tm_optim_update *k;
     void *p;
     const void *g;
     void *s[3];
@@ -124,14 +126,62 @@ static void run_range(int64_t b, int64_t e, void *ctx)
     }
 }
 
-void tm__optk_run(int which, bool f64, const tm__optk *k, int64_t n,
-                  void *p, const void *g, void *const s[3])
+/* Whether b (present) is a dense array of dtype dt with n elements. */
+static bool dense_of(const tm_buf *b, tm_dtype dt, int64_t n)
 {
-    tmo_job job = {.f64 = f64, .k = k, .p = p, .g = g,
-                   .s = {s[0], s[1], s[2]}};
-    if (f64)
-        job.f64k = tm__optk_pick_f64(which);
+    if (b->dtype != dt) return false;
+    int64_t expect = 1;
+    for (int i = b->ndim - 1; i >= 0; i--) {
+        if (b->shape[i] != 1 && b->strides[i] != expect) return false;
+        expect *= b->shape[i];
+    }
+    return expect == n;
+}
+
+tm_status tm__cpu_optim_step(tm_ctx *ctx, const tm_optim_update *u,
+                             const tm_buf *p, const tm_buf *g,
+                             const tm_buf *s0, const tm_buf *s1,
+                             const tm_buf *s2)
+{
+    (void)ctx;
+    static const char *fn = "optim_step";
+    tm_dtype dt = p->dtype;
+    if (dt != TM_F32 && dt != TM_F64)
+        return tm__errf(TM_EDTYPE, fn, "parameters are F32 or F64, not %s",
+                        tm_dtype_name(dt));
+    if ((int)u->kind < 0 || (int)u->kind >= TM__OPTK_KINDS)
+        return tm__errf(TM_EINVAL, fn, "unknown update kind %d",
+                        (int)u->kind);
+    /* the states u's configuration keeps must be there */
+    bool need[3] = {false, false, false};
+    switch (u->kind) {
+    case TM_UPDATE_SGD: need[0] = u->momentum; break;
+    case TM_UPDATE_ADAM: need[0] = need[1] = true, need[2] = u->amsgrad; break;
+    case TM_UPDATE_RMSPROP:
+        need[0] = true, need[1] = u->centered, need[2] = u->momentum;
+        break;
+    case TM_UPDATE_ADAGRAD: need[0] = true; break;
+    }
+    const tm_buf *all[5] = {p, g, s0, s1, s2};
+    for (int i = 0; i < 5; i++)
+        if (!all[i]->handle && (i < 2 || need[i - 2]))
+            return tm__errf(TM_EINVAL, fn, "%s is absent",
+                            i == 0 ? "the parameter" : i == 1 ? "the gradient"
+                                                              : "a state");
+    int64_t n = 1;
+    for (int i = 0; i < p->ndim; i++) n *= p->shape[i];
+    for (int i = 0; i < 5; i++)
+        if (all[i]->handle && !dense_of(all[i], dt, n))
+            return tm__errf(TM_EINVAL, fn, "every buffer must be a "
+                            "contiguous %s array of %lld elements",
+                            tm_dtype_name(dt), (long long)n);
+    tmo_job job = {.f64 = dt == TM_F64, .k = u, .p = tm__ptr(p),
+                   .g = tm__ptr(g),
+                   .s = {tm__ptr(s0), tm__ptr(s1), tm__ptr(s2)}};
+    if (job.f64)
+        job.f64k = tm__optk_pick_f64(u->kind);
     else
-        job.f32k = tm__optk_pick_f32(which);
+        job.f32k = tm__optk_pick_f32(u->kind);
     tm__parallel_for(n, TMO_GRAIN, run_range, &job);
+    return TM_OK;
 }

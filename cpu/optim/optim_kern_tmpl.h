@@ -31,8 +31,8 @@
 #define TMO_FN(kind) TMO_NAME(tm__optk, kind, TMO_SUF, TMO_FAM)
 #define TMO_LOCAL(name) TMO_NAME(tmo, name, TMO_SUF, TMO_FAM)
 
-/* The settings of a tm__optk as vectors (and the lerp forms), made once
- * per kernel call; each kind reads the ones it needs. */
+/* The settings of a tm_optim_update as vectors (and the lerp forms),
+ * made once per kernel call; each kind reads the ones it needs. */
 typedef struct TMO_LOCAL(consts) {
     V wd, dm, w1, w1m, b2, c2, bc2, eps, nss;  /* Adam(W) */
     V mom, damp1, nlr;                         /* SGD */
@@ -45,7 +45,8 @@ static inline V TMO_LOCAL(set)(double x)
     return V_SET((TMO_T)x);
 }
 
-static inline TMO_LOCAL(consts) TMO_LOCAL(consts_of)(const tm__optk *k)
+static inline TMO_LOCAL(consts)
+TMO_LOCAL(consts_of)(const tm_optim_update *k)
 {
     TMO_LOCAL(consts) c;
     const TMO_T w1 = (TMO_T)k->w1, ca = (TMO_T)k->ca;
@@ -78,7 +79,7 @@ static inline V TMO_LOCAL(lerp)(V s, V e, V w, V w1, bool small)
 
 /* grad as the update sees it: maximize, then L2 decay
  * (grad.add(param, alpha=wd) = fma). */
-static inline V TMO_LOCAL(grad)(const tm__optk *k, V wd, V pv,
+static inline V TMO_LOCAL(grad)(const tm_optim_update *k, V wd, V pv,
                                 const TMO_T *G)
 {
     V gv = V_LOAD(G);
@@ -95,7 +96,7 @@ static inline TMO_T *TMO_LOCAL(at)(TMO_T *s, int64_t i)
 }
 
 /* One vector step of a kind at P, G and the states S0..S2. */
-typedef void (*TMO_LOCAL(vec_fn))(const tm__optk *k,
+typedef void (*TMO_LOCAL(vec_fn))(const tm_optim_update *k,
                                   const TMO_LOCAL(consts) *c, TMO_T *P,
                                   const TMO_T *G, TMO_T *S0, TMO_T *S1,
                                   TMO_T *S2);
@@ -104,7 +105,7 @@ typedef void (*TMO_LOCAL(vec_fn))(const tm__optk *k,
  * kept): copied to zero-padded buffers, run through the vector step
  * once, copied back, so they see exactly the operations of the rest. */
 static inline void TMO_LOCAL(tail)(TMO_LOCAL(vec_fn) vec, int64_t r,
-                                   const tm__optk *k,
+                                   const tm_optim_update *k,
                                    const TMO_LOCAL(consts) *c, TMO_T *p,
                                    const TMO_T *g, TMO_T *s0, TMO_T *s1,
                                    TMO_T *s2)
@@ -127,7 +128,7 @@ static inline void TMO_LOCAL(tail)(TMO_LOCAL(vec_fn) vec, int64_t r,
 /* ----------------------------------------------------------------- SGD */
 
 /* B: momentum_buffer (read only when k->momentum). */
-static inline void TMO_LOCAL(sgd_vec)(const tm__optk *k,
+static inline void TMO_LOCAL(sgd_vec)(const tm_optim_update *k,
                                       const TMO_LOCAL(consts) *c, TMO_T *P,
                                       const TMO_T *G, TMO_T *B, TMO_T *X1,
                                       TMO_T *X2)
@@ -145,8 +146,8 @@ static inline void TMO_LOCAL(sgd_vec)(const tm__optk *k,
     V_STORE(P, V_FMA(c->nlr, gv, pv)); /* param.add_(grad, alpha=-lr) */
 }
 
-void TMO_FN(sgd)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
-                 TMO_T *s0, TMO_T *s1, TMO_T *s2)
+void TMO_FN(sgd)(int64_t n, const tm_optim_update *k, TMO_T *p,
+                 const TMO_T *g, TMO_T *s0, TMO_T *s1, TMO_T *s2)
 {
     const TMO_LOCAL(consts) c = TMO_LOCAL(consts_of)(k);
     int64_t i = 0;
@@ -162,7 +163,7 @@ void TMO_FN(sgd)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
 /* ------------------------------------------------------------ Adam(W) */
 
 /* M exp_avg, S exp_avg_sq, X max_exp_avg_sq (read only when amsgrad). */
-static inline void TMO_LOCAL(adam_vec)(const tm__optk *k,
+static inline void TMO_LOCAL(adam_vec)(const tm_optim_update *k,
                                        const TMO_LOCAL(consts) *c, TMO_T *P,
                                        const TMO_T *G, TMO_T *M, TMO_T *S,
                                        TMO_T *X)
@@ -185,8 +186,8 @@ static inline void TMO_LOCAL(adam_vec)(const tm__optk *k,
     V_STORE(P, V_ADD(pv, V_DIV(V_MUL(c->nss, m), den)));
 }
 
-void TMO_FN(adam)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
-                  TMO_T *s0, TMO_T *s1, TMO_T *s2)
+void TMO_FN(adam)(int64_t n, const tm_optim_update *k, TMO_T *p,
+                  const TMO_T *g, TMO_T *s0, TMO_T *s1, TMO_T *s2)
 {
     const TMO_LOCAL(consts) c = TMO_LOCAL(consts_of)(k);
     int64_t i = 0;
@@ -209,7 +210,7 @@ void TMO_FN(adam)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
 
 /* SA square_avg, GA grad_avg (read only when centered), B momentum_buffer
  * (read only when k->momentum). */
-static inline void TMO_LOCAL(rmsprop_vec)(const tm__optk *k,
+static inline void TMO_LOCAL(rmsprop_vec)(const tm_optim_update *k,
                                           const TMO_LOCAL(consts) *c,
                                           TMO_T *P, const TMO_T *G,
                                           TMO_T *SA, TMO_T *GA, TMO_T *B)
@@ -241,8 +242,8 @@ static inline void TMO_LOCAL(rmsprop_vec)(const tm__optk *k,
     }
 }
 
-void TMO_FN(rmsprop)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
-                     TMO_T *s0, TMO_T *s1, TMO_T *s2)
+void TMO_FN(rmsprop)(int64_t n, const tm_optim_update *k, TMO_T *p,
+                     const TMO_T *g, TMO_T *s0, TMO_T *s1, TMO_T *s2)
 {
     const TMO_LOCAL(consts) c = TMO_LOCAL(consts_of)(k);
     int64_t i = 0;
@@ -258,7 +259,7 @@ void TMO_FN(rmsprop)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
 /* ------------------------------------------------------------ Adagrad */
 
 /* S: sum. */
-static inline void TMO_LOCAL(adagrad_vec)(const tm__optk *k,
+static inline void TMO_LOCAL(adagrad_vec)(const tm_optim_update *k,
                                           const TMO_LOCAL(consts) *c,
                                           TMO_T *P, const TMO_T *G,
                                           TMO_T *S, TMO_T *X1, TMO_T *X2)
@@ -276,8 +277,8 @@ static inline void TMO_LOCAL(adagrad_vec)(const tm__optk *k,
     V_STORE(P, V_ADD(pv, V_DIV(V_MUL(c->nss, gv), sd)));
 }
 
-void TMO_FN(adagrad)(int64_t n, const tm__optk *k, TMO_T *p, const TMO_T *g,
-                     TMO_T *s0, TMO_T *s1, TMO_T *s2)
+void TMO_FN(adagrad)(int64_t n, const tm_optim_update *k, TMO_T *p,
+                     const TMO_T *g, TMO_T *s0, TMO_T *s1, TMO_T *s2)
 {
     const TMO_LOCAL(consts) c = TMO_LOCAL(consts_of)(k);
     int64_t i = 0;

@@ -37,7 +37,12 @@
  * (TM_EINVAL); a non-contiguous gradient is read through a contiguous
  * copy.  Each update is one fused pass over the parameter (reads p, grad
  * and state, writes p and state), vectorized for F32 and split over the
- * thread pool for large parameters.
+ * thread pool for large parameters on the CPU.
+ *
+ * Devices: each parameter is updated where it lives, by its device's
+ * backend (the optim_step entry of foundry/backend.h); its gradient and
+ * state must be on the same device (TM_EDEVICE), and state is created
+ * there.  A step reads nothing back to the host.
  *
  * Ownership: the optimizer holds its own reference to every parameter and
  * owns its state tensors.  Not thread-safe: one optimizer, one thread at a
@@ -153,7 +158,8 @@ double tm_optim_get_lr(const tm_optim *opt, int group);
  * tm_grad is NULL are skipped and their state is untouched, as in
  * PyTorch).  Runs without recording autograd.  Everything is checked
  * before anything is written: a gradient whose shape or dtype differs from
- * its parameter's (TM_ESHAPE / TM_EDTYPE), a read-only or non-contiguous
+ * its parameter's (TM_ESHAPE / TM_EDTYPE), a gradient or state on another
+ * device than its parameter (TM_EDEVICE), a read-only or non-contiguous
  * parameter, an F16/BF16 parameter — then no parameter changes. */
 tm_status tm_optim_step(tm_optim *opt);
 /* Drops every parameter's gradient (tm_zero_grad; PyTorch's
@@ -172,12 +178,14 @@ int64_t tm_optim_step_count(const tm_optim *opt);
  *   "state.<i>.max_exp_avg_sq"  Adam/AdamW (the last with amsgrad)
  *   "state.<i>.square_avg", "state.<i>.grad_avg" (centered)   RMSprop
  *   "state.<i>.sum"             Adagrad
- * Tensors have the parameter's shape and dtype.  Hyperparameters are not
+ * Slots have the parameter's shape, dtype and device; "step" is a CPU
+ * tensor (host bookkeeping, as in PyTorch).  Hyperparameters are not
  * included (read them with tm_optim_get_hparams).  All or nothing: on a
  * name already in `out` (TM_EINVAL) or TM_ENOMEM, `out` is unchanged. */
 tm_status tm_optim_state_dict(const tm_optim *opt, tm_params *out);
 /* Replaces the whole state by copies of the tensors of `in` (names as
- * above).  Validated first, with errors naming the tensor: unknown names
+ * above), each slot copied to its parameter's device (so a checkpoint
+ * loaded on the CPU serves parameters on any device).  Validated first, with errors naming the tensor: unknown names
  * or keys for this kind, an index out of range, a shape or dtype differing
  * from the parameter's, a step that is not a non-negative 0-d I64, or a
  * parameter's required state incomplete (TM_EINVAL / TM_ESHAPE /
