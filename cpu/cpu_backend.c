@@ -129,4 +129,5 @@ const tm_backend tm__cpu_backend = {
     .loss_backward = tm__cpu_loss_backward,
     .embedding_backward = tm__cpu_embedding_backward,
     .optim_step = tm__cpu_optim_step,
+    .grad_norm = tm__cpu_grad_norm,
 };

@@ -131,6 +131,9 @@ tm_status tm__cpu_optim_step(tm_ctx *ctx, const tm_optim_update *u,
                              const tm_buf *p, const tm_buf *g,
                              const tm_buf *s0, const tm_buf *s1,
                              const tm_buf *s2);
+tm_status tm__cpu_grad_norm(tm_ctx *ctx, const tm_buf *out,
+                            const tm_buf *bufs, int n, tm_norm_kind kind,
+                            double p);
 
 
 /* ------------------------------------------------------ elementwise engine

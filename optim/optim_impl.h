@@ -1,6 +1,8 @@
 /*
  * optim_impl.h — internals shared by the files of optim/.  Never installed.
- * The kernels they call are declared in cpu/optim/optim_kern.h.
+ * The arithmetic runs behind the backend table (the `optim_step` and
+ * `grad_norm` entries of foundry/backend.h, and ordinary table ops), so
+ * optim/ reads no tensor elements and serves every device.
  */
 #ifndef FOUNDRY_OPTIM_IMPL_H
 #define FOUNDRY_OPTIM_IMPL_H
@@ -8,7 +10,6 @@
 #include "foundry/optim.h"
 
 #include "../tensor/core/tensor_impl.h"
-#include "../cpu/optim/optim_kern.h"
 
 #include <stdint.h>
 

@@ -1,24 +1,26 @@
-/* clip_kern.c — the element loops of gradient clipping (optim/clip.c;
- * contracts in optim_kern.h): the partial norms, chunk by chunk, and the
- * in-place scale or clamp.
+/* clip_kern.c — the CPU backend's `grad_norm` entry (foundry/backend.h),
+ * the norm that gradient clipping (optim/clip.c) scales by.
  *
- * The norm is accumulated in double over fixed chunks of CHUNK elements,
- * each summed in a fixed order, and the chunk partials are combined in
- * chunk order: the result is the same for any thread count.  Scaling and
- * clamping are elementwise, so their split cannot change results. */
+ * The norm is accumulated in double over fixed chunks of CHUNK elements
+ * of each buffer, each chunk summed in a fixed order (L2: 8 interleaved
+ * lanes) on the thread pool, and the chunk partials are combined into one
+ * total in buffer order, chunk by chunk (added; for the inf norm the
+ * larger, a NaN kept): the result depends on the buffers' sizes only,
+ * never on the thread count. */
 #include "optim_kern.h"
 
-#include "../../tensor/runtime/runtime_impl.h"
+#include "../cpu_impl.h"
 
 #include <math.h>
 
 #define CHUNK 65536
+#define STACK_CHUNKS 64
 
 typedef struct {
     const void *g;
     bool f64;
     int64_t n;
-    tm__norm_kind kind;
+    tm_norm_kind kind;
     double p;
     double *part;
 } norm_job;
@@ -37,7 +39,7 @@ static void norm_range(int64_t cb, int64_t ce, void *ctx)
         int64_t b = c * CHUNK, e = b + CHUNK < j->n ? b + CHUNK : j->n;
         double acc[8] = {0};
         int64_t i = b;
-        if (j->kind == TM__NORM_L2) {
+        if (j->kind == TM_NORM_L2) {
             for (; i + 8 <= e; i += 8)
                 for (int u = 0; u < 8; u++) {
                     double x = elem(j, i + u);
@@ -47,7 +49,7 @@ static void norm_range(int64_t cb, int64_t ce, void *ctx)
                 double x = elem(j, i);
                 acc[0] += x * x;
             }
-        } else if (j->kind == TM__NORM_INF) {
+        } else if (j->kind == TM_NORM_INF) {
             for (; i < e; i++) {
                 double x = fabs(elem(j, i));
                 if (x > acc[0] || x != x) acc[0] = x;
@@ -56,11 +58,11 @@ static void norm_range(int64_t cb, int64_t ce, void *ctx)
         } else {
             for (; i < e; i++) {
                 double x = fabs(elem(j, i));
-                acc[0] += j->kind == TM__NORM_L1 ? x : pow(x, j->p);
+                acc[0] += j->kind == TM_NORM_L1 ? x : pow(x, j->p);
             }
         }
         double s = acc[0];
-        if (j->kind == TM__NORM_L2) {
+        if (j->kind == TM_NORM_L2) {
             s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
                 ((acc[4] + acc[5]) + (acc[6] + acc[7]));
         }
@@ -68,68 +70,71 @@ static void norm_range(int64_t cb, int64_t ce, void *ctx)
     }
 }
 
-int64_t tm__clip_norm_chunks(int64_t n)
+/* Folds the norm of the dense F32 / F64 array g (N) into *total. */
+static tm_status accumulate(const void *g, bool f64, int64_t n,
+                            tm_norm_kind kind, double p, double *total)
 {
-    return (n + CHUNK - 1) / CHUNK;
-}
-
-void tm__clip_norm_accumulate(const void *g, bool f64, int64_t n,
-                              tm__norm_kind kind, double p, double *part,
-                              double *total)
-{
+    int64_t nc = (n + CHUNK - 1) / CHUNK;
+    double stackpart[STACK_CHUNKS];
+    double *part = nc <= STACK_CHUNKS
+                       ? stackpart
+                       : tm__alloc((size_t)nc * sizeof(double), "grad_norm");
+    if (!part) return tm_last_status();
     norm_job j = {g, f64, n, kind, p, part};
-    int64_t nc = tm__clip_norm_chunks(n);
     tm__parallel_for(nc, 1, norm_range, &j);
     double t = *total;
     for (int64_t c = 0; c < nc; c++) {
-        if (kind == TM__NORM_INF) {
+        if (kind == TM_NORM_INF) {
             if (part[c] > t || part[c] != part[c]) t = part[c];
         } else {
             t += part[c];
         }
     }
     *total = t;
+    if (part != stackpart) tm__dealloc(part);
+    return TM_OK;
 }
 
-typedef struct {
-    void *g;
-    bool f64;
-    double coef;
-    double lo, hi; /* value clipping */
-    bool clamp;
-} scale_job;
-
-static void scale_range(int64_t b, int64_t e, void *ctx)
+/* Elements of b when it is dense, else -1. */
+static int64_t dense_numel(const tm_buf *b)
 {
-    const scale_job *j = ctx;
-    if (j->f64) {
-        double *g = j->g;
-        if (j->clamp) {
-            for (int64_t i = b; i < e; i++)
-                g[i] = g[i] < j->lo ? j->lo : g[i] > j->hi ? j->hi : g[i];
-        } else {
-            for (int64_t i = b; i < e; i++) g[i] *= j->coef;
-        }
-    } else {
-        float *g = j->g;
-        const float c = (float)j->coef, lo = (float)j->lo, hi = (float)j->hi;
-        if (j->clamp) {
-            for (int64_t i = b; i < e; i++)
-                g[i] = g[i] < lo ? lo : g[i] > hi ? hi : g[i];
-        } else {
-            for (int64_t i = b; i < e; i++) g[i] *= c;
-        }
+    int64_t expect = 1;
+    for (int i = b->ndim - 1; i >= 0; i--) {
+        if (b->shape[i] == 0) return 0;
+        if (b->shape[i] != 1 && b->strides[i] != expect) return -1;
+        expect *= b->shape[i];
     }
+    return expect;
 }
 
-void tm__clip_scale(void *g, bool f64, int64_t n, double coef)
+tm_status tm__cpu_grad_norm(tm_ctx *ctx, const tm_buf *out,
+                            const tm_buf *bufs, int n, tm_norm_kind kind,
+                            double p)
 {
-    scale_job j = {.g = g, .f64 = f64, .coef = coef};
-    tm__parallel_for(n, CHUNK, scale_range, &j);
-}
-
-void tm__clip_clamp(void *g, bool f64, int64_t n, double lo, double hi)
-{
-    scale_job j = {.g = g, .f64 = f64, .lo = lo, .hi = hi, .clamp = true};
-    tm__parallel_for(n, CHUNK, scale_range, &j);
+    (void)ctx;
+    static const char *fn = "grad_norm";
+    if (out->dtype != TM_F64)
+        return tm__errf(TM_EDTYPE, fn, "out must be F64, not %s",
+                        tm_dtype_name(out->dtype));
+    for (int i = 0; i < n; i++) {
+        tm_dtype dt = bufs[i].dtype;
+        if (dt != TM_F32 && dt != TM_F64)
+            return tm__errf(TM_EDTYPE, fn, "buffer %d is %s: F32 or F64 "
+                            "only", i, tm_dtype_name(dt));
+        if (dense_numel(&bufs[i]) < 0)
+            return tm__errf(TM_EINVAL, fn, "buffer %d is not contiguous",
+                            i);
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        tm_status st = accumulate(tm__ptr(&bufs[i]), bufs[i].dtype == TM_F64,
+                                  dense_numel(&bufs[i]), kind, p, &total);
+        if (st) return st;
+    }
+    if (kind == TM_NORM_L2)
+        total = sqrt(total);
+    else if (kind == TM_NORM_P)
+        total = pow(total, 1.0 / p);
+    *(double *)tm__ptr(out) = total;
+    return TM_OK;
 }

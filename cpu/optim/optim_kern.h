@@ -1,14 +1,14 @@
 /*
- * optim_kern.h — the CPU kernels of optim/ (internal): the fused
- * optimizer updates behind the CPU backend's `optim_step` entry
- * (optim_kern_tmpl.h, one family per instruction set; optim_kern.c runs
- * them; contract in foundry/backend.h), and the loops of gradient
- * clipping (clip_kern.c), which optim/clip.c still calls directly on CPU
- * tensors.
+ * optim_kern.h — the kernels behind the CPU backend's `optim_step` and
+ * `grad_norm` entries (internal to cpu/; contracts in foundry/backend.h):
+ * the fused optimizer updates (optim_kern_tmpl.h, one family per
+ * instruction set; optim_kern.c runs them) and the chunked norm of
+ * gradient clipping (clip_kern.c).
  *
- * optim/optim_step.c goes through the backend table, so the same front
- * end serves every device.  Every array is contiguous F32 or F64; the
- * front ends check dtypes, shapes and writability first.
+ * Front ends (optim/) never call these: they go through the backend
+ * table, so the same front end serves every device.  The entries take
+ * contiguous F32 or F64 buffers (the front ends check dtypes, shapes and
+ * writability and make gradients contiguous first).
  */
 #ifndef FOUNDRY_CPU_OPTIM_KERN_H
 #define FOUNDRY_CPU_OPTIM_KERN_H
@@ -59,35 +59,5 @@ tm__optk_f32 tm__optk_pick_f32(tm_update_kind kind);
 /* Same, for a given family (tests). */
 tm__optk_f32 tm__optk_family_f32(tm_update_kind kind, int isa);
 tm__optk_f64 tm__optk_pick_f64(tm_update_kind kind);
-
-/* ------------------------------------------------------------ clipping */
-
-/* The norm a clip_grad_norm_ accumulates, per element x of a gradient. */
-typedef enum tm__norm_kind {
-    TM__NORM_P,   /* sum of |x|^p */
-    TM__NORM_L2,  /* sum of x^2 */
-    TM__NORM_L1,  /* sum of |x| */
-    TM__NORM_INF  /* max of |x| (NaN wins) */
-} tm__norm_kind;
-
-/* The number of partials of a gradient of n elements (chunks of 65536). */
-int64_t tm__clip_norm_chunks(int64_t n);
-
-/* g is (N), F32 (f64 false) or F64; part is scratch for
- * tm__clip_norm_chunks(n) partials.  Folds g's norm into *total: each
- * chunk's partial is summed in a fixed order (L2: 8 interleaved lanes) on
- * the thread pool, and the partials are combined into *total in chunk
- * order (added; for TM__NORM_INF the larger, a NaN kept), so the result
- * is the same for any thread count. */
-void tm__clip_norm_accumulate(const void *g, bool f64, int64_t n,
-                              tm__norm_kind kind, double p, double *part,
-                              double *total);
-
-/* g is (N), F32 or F64: g *= coef (cast to g's type first). */
-void tm__clip_scale(void *g, bool f64, int64_t n, double coef);
-
-/* g is (N), F32 or F64: g = min(max(g, lo), hi) (bounds cast to g's
- * type; NaN stays NaN). */
-void tm__clip_clamp(void *g, bool f64, int64_t n, double lo, double hi);
 
 #endif

@@ -198,12 +198,19 @@ tm_status tm_optim_load_state_dict(tm_optim *opt, const tm_params *in);
 
 /* torch.nn.utils.clip_grad_norm_: the norm of all gradients of
  * params[0..n) taken together (parameters without a gradient are
- * skipped), computed in double in one pass over each gradient; when
- * coef = max_norm / (norm + 1e-6) < 1 (or NaN), every gradient is scaled
- * in place by coef (rounded to its dtype).  norm_type: any p > 0 (sum
- * |g|^p)^(1/p), INFINITY for max |g|.  *total_norm_out (may be NULL)
- * gets the norm before clipping.  max_norm >= 0 and norm_type > 0
- * (TM_EINVAL).  The norm does not depend on the thread count. */
+ * skipped), computed in double in one pass over each gradient on their
+ * device (all of them on one device, else TM_EDEVICE); then every
+ * gradient is multiplied in place by min(coef, 1), coef = max_norm /
+ * (norm + 1e-6), rounded to the gradient's dtype first — a factor of 1
+ * leaves a gradient's bits as they were, so only coef < 1 (or NaN)
+ * changes anything.  norm_type: any p > 0 (sum |g|^p)^(1/p), INFINITY for
+ * max |g|.  *total_norm_out (may be NULL) gets the norm before clipping.
+ * max_norm >= 0 and norm_type > 0 (TM_EINVAL).  The norm does not depend
+ * on the thread count.
+ * Host synchronization: the norm and the coefficient stay on the device;
+ * only a non-NULL total_norm_out makes the call wait for the device and
+ * read the norm back (as tm_item does).  Pass NULL to keep an
+ * asynchronous device's queue running. */
 tm_status tm_clip_grad_norm_(tm_tensor *const *params, int n,
                              double max_norm, double norm_type,
                              double *total_norm_out);
