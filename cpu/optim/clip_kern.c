@@ -113,7 +113,7 @@ tm_status tm__cpu_grad_norm(tm_ctx *ctx, const tm_buf *out,
 {
     (void)ctx;
     static const char *fn = "grad_norm";
-    if (out->dtype != TM_F64)
+    if (!tm_dtype_is_float(out->dtype))
         return tm__errf(TM_EDTYPE, fn, "out must be F64, not %s",
                         tm_dtype_name(out->dtype));
     for (int i = 0; i < n; i++) {
@@ -135,6 +135,7 @@ tm_status tm__cpu_grad_norm(tm_ctx *ctx, const tm_buf *out,
         total = sqrt(total);
     else if (kind == TM_NORM_P)
         total = pow(total, 1.0 / p);
-    *(double *)tm__ptr(out) = total;
+    /* F64 by contract; a staged F32 out gets the norm rounded once */
+    tm__store_f64(tm__ptr(out), out->dtype, total);
     return TM_OK;
 }
