@@ -2,7 +2,7 @@
  * test_optim_api.c — optimizer behaviour beyond the PyTorch reference steps:
  * bit-exact resume from a state dict, thread-count and kernel-family
  * invariance, parameter groups and buffers, validation errors, gradient
- * accumulation, allocation failures.
+ * accumulation, clipping through the backend table, allocation failures.
  */
 #include "harness.h"
 
@@ -450,6 +450,69 @@ TEST(clip_and_schedules_validate_arguments)
     CHECK(strstr(tm_last_error(), "past total_steps 10") != NULL);
     CHECK(isnan(tm_lr_sched_at(&s, -1)));
     CHECK_NEAR(tm_lr_sched_at(&s, 9), 0.1 / 25 / 1e4, 1e-15);
+}
+
+/* Two parameters (F32 and F64, the F32 one over two norm chunks) with
+ * gradients, one element of each -0.0. */
+static tm_status clip_params(tm_tensor **ps)
+{
+    ps[0] = param(70000, TM_F32, 4);
+    ps[1] = param(33, TM_F64, 5);
+    if (!ps[0] || !ps[1]) return TM_ENOMEM;
+    tm_status st = give_grad(ps[0], 1);
+    if (!st) st = give_grad(ps[1], 2);
+    if (st) return st;
+    ((float *)tm_data(tm_grad(ps[0])))[5] = -0.0f;
+    ((double *)tm_data(tm_grad(ps[1])))[7] = -0.0;
+    return TM_OK;
+}
+
+TEST(clip_grad_norm_runs_on_the_table_and_keeps_unclipped_bits)
+{
+    const tm_backend *b = tm_backend_get(TM_DEVICE_CPU);
+    REQUIRE(b);
+    CHECK(b->loss && b->loss_backward && b->optim_step && b->grad_norm);
+    tm_tensor *a[2] = {0}, *c[2] = {0};
+    REQUIRE(clip_params(a) == TM_OK && clip_params(c) == TM_OK);
+    tm_tensor *g0[2] = {tm_clone(tm_grad(a[0])), tm_clone(tm_grad(a[1]))};
+    REQUIRE(g0[0] && g0[1]);
+    /* a max_norm above the norm: every gradient keeps its bits */
+    double tot = -1, tot2 = -1;
+    CHECK_INT(tm_clip_grad_norm_(a, 2, 1e30, 2, &tot), TM_OK);
+    CHECK(tot > 0);
+    CHECK(same_bits(tm_grad(a[0]), g0[0]) && same_bits(tm_grad(a[1]), g0[1]));
+    /* clipping gives the same bits whether the norm is asked for or not */
+    CHECK_INT(tm_clip_grad_norm_(a, 2, 0.5, 2, &tot2), TM_OK);
+    CHECK(memcmp(&tot, &tot2, sizeof tot) == 0);
+    CHECK_INT(tm_clip_grad_norm_(c, 2, 0.5, 2, NULL), TM_OK);
+    CHECK(same_bits(tm_grad(a[0]), tm_grad(c[0])));
+    CHECK(same_bits(tm_grad(a[1]), tm_grad(c[1])));
+    CHECK(!same_bits(tm_grad(a[0]), g0[0]));
+    for (int i = 0; i < 2; i++) {
+        tm_free(a[i]);
+        tm_free(c[i]);
+        tm_free(g0[i]);
+    }
+}
+
+static tm_status clip_seq(void)
+{
+    tm_tensor *ps[2] = {0};
+    double tot;
+    tm_status st = clip_params(ps);
+    if (!st) st = tm_clip_grad_norm_(ps, 2, 0.5, 2, &tot);
+    if (!st) st = tm_clip_grad_norm_(ps, 2, 0.1, 3, NULL);
+    if (!st) st = tm_clip_grad_value_(ps, 2, 0.01);
+    if (st == TM_ENOMEM && tm_last_status() != TM_ENOMEM)
+        st = tm_last_status();
+    tm_free(ps[0]);
+    tm_free(ps[1]);
+    return st;
+}
+
+TEST(clip_survives_every_allocation_failure)
+{
+    CHECK_EVERY_ALLOC_FAILURE(clip_seq, 10);
 }
 
 static tm_status alloc_seq(void)
