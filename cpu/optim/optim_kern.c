@@ -132,6 +132,7 @@ static bool dense_of(const tm_buf *b, tm_dtype dt, int64_t n)
     if (b->dtype != dt) return false;
     int64_t expect = 1;
     for (int i = b->ndim - 1; i >= 0; i--) {
+        if (b->shape[i] == 0) return n == 0;
         if (b->shape[i] != 1 && b->strides[i] != expect) return false;
         expect *= b->shape[i];
     }
@@ -153,15 +154,10 @@ tm_status tm__cpu_optim_step(tm_ctx *ctx, const tm_optim_update *u,
         return tm__errf(TM_EINVAL, fn, "unknown update kind %d",
                         (int)u->kind);
     /* the states u's configuration keeps must be there */
-    bool need[3] = {false, false, false};
-    switch (u->kind) {
-    case TM_UPDATE_SGD: need[0] = u->momentum; break;
-    case TM_UPDATE_ADAM: need[0] = need[1] = true, need[2] = u->amsgrad; break;
-    case TM_UPDATE_RMSPROP:
-        need[0] = true, need[1] = u->centered, need[2] = u->momentum;
-        break;
-    case TM_UPDATE_ADAGRAD: need[0] = true; break;
-    }
+    bool sgd = u->kind == TM_UPDATE_SGD, adam = u->kind == TM_UPDATE_ADAM,
+         rms = u->kind == TM_UPDATE_RMSPROP;
+    bool need[3] = {!sgd || u->momentum, adam || (rms && u->centered),
+                    (adam && u->amsgrad) || (rms && u->momentum)};
     const tm_buf *all[5] = {p, g, s0, s1, s2};
     for (int i = 0; i < 5; i++)
         if (!all[i]->handle && (i < 2 || need[i - 2]))
