@@ -1,22 +1,12 @@
 /* test_convert.c — dtype conversions against numpy-generated references,
  * plus bit-level F16/BF16 properties. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 #include "../../tensor/core/tensor_impl.h"
 
-static tm_status convert_dispatch(const tt_refcase *c, tm_tensor **got,
-                                  int *ngot)
-{
-    if (strcmp(c->op, "to_dtype"))
-        return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", c->op);
-    got[0] = tm_to_dtype(c->in[0], (tm_dtype)tt_arg(c, "dtype", -1));
-    *ngot = got[0] ? 1 : 0;
-    return got[0] ? TM_OK : tm_last_status();
-}
-
 TEST(convert_matches_numpy_reference)
 {
-    tt_run_ref_file("convert.ref", convert_dispatch);
+    tt_run_ref_file("convert.ref", tt_convert_dispatch);
 }
 
 TEST(f16_round_trips_every_bit_pattern)

@@ -1,49 +1,13 @@
 /* test_index.c — gather, scatter, scatter_add, index_select, one_hot:
  * numpy reference cases (tests/gen/gen_index.py) plus error paths,
  * in-place behaviour and thread-count independence. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 #include "../../tensor/core/tensor_impl.h" /* storage version counter */
 
-static tm_status index_dispatch(const tt_refcase *c, tm_tensor **got,
-                                int *ngot)
-{
-    int dim = (int)tt_arg(c, "dim", 0);
-    tm_tensor *r = NULL;
-    tm_status st = TM_OK;
-    const char *op = c->op;
-    if (!strcmp(op, "gather")) {
-        r = tm_gather(c->in[0], dim, c->in[1]);
-    } else if (!strcmp(op, "scatter")) {
-        r = tm_scatter(c->in[0], dim, c->in[1], c->in[2]);
-    } else if (!strcmp(op, "scatter_add")) {
-        r = tm_scatter_add(c->in[0], dim, c->in[1], c->in[2]);
-    } else if (!strcmp(op, "scatter_value")) {
-        r = tm_scatter_value(c->in[0], dim, c->in[1], tt_arg(c, "value", 0));
-    } else if (!strcmp(op, "scatter_") || !strcmp(op, "scatter_add_")) {
-        /* in place into the input (which may be a view) */
-        if (!strcmp(op, "scatter_add_"))
-            st = tm_scatter_add_(c->in[0], dim, c->in[1], c->in[2]);
-        else
-            st = tm_scatter_(c->in[0], dim, c->in[1], c->in[2]);
-        if (st) return st;
-        r = tm_retain(c->in[0]);
-    } else if (!strcmp(op, "index_select")) {
-        r = tm_index_select(c->in[0], dim, c->in[1]);
-    } else if (!strcmp(op, "one_hot")) {
-        r = tm_one_hot(c->in[0], (int64_t)tt_arg(c, "num_classes", -1));
-    } else {
-        return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", op);
-    }
-    if (!r) return tm_last_status();
-    got[0] = r;
-    *ngot = 1;
-    return TM_OK;
-}
-
 TEST(index_reference_cases)
 {
-    tt_run_ref_file("index.ref", index_dispatch);
+    tt_run_ref_file("index.ref", tt_index_dispatch);
 }
 
 static tm_tensor *i64s(const double *v, int64_t n)

@@ -1,23 +1,13 @@
 /* test_matmul.c — tm_matmul against numpy references, against a naive loop
  * past every block size, thread-count invariance, errors and allocation
  * failures. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 #include <stdlib.h>
 
-static tm_status mm_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot)
-{
-    if (strcmp(c->op, "matmul") || c->nin != 2)
-        return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", c->op);
-    got[0] = tm_matmul(c->in[0], c->in[1]);
-    if (!got[0]) return tm_last_status();
-    *ngot = 1;
-    return TM_OK;
-}
-
 TEST(matmul_matches_numpy_references)
 {
-    tt_run_ref_file("matmul.ref", mm_dispatch);
+    tt_run_ref_file("matmul.ref", tt_matmul_dispatch);
 }
 
 /* A [rows, cols] tensor of dtype dt from a fixed LCG: integers in

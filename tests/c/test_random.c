@@ -3,7 +3,7 @@
  * thread count, the counter advance random.h documents, statistics, error
  * messages, and the accuracy of the generator's own log and sincos. */
 #include "harness.h"
-#include "refcase.h"
+#include "ref_dispatch.h"
 #include "../../tensor/core/tensor_impl.h"
 #include "../../tensor/core/random_impl.h"
 
@@ -12,101 +12,9 @@
 
 /* ------------------------------------------------------ reference cases */
 
-static uint64_t arg_u64(const tt_refcase *c, const char *key)
-{
-    int64_t v[2] = {0, 0};
-    tt_arg_i64s(c, key, v, 2);
-    return (uint64_t)v[0] | (uint64_t)v[1] << 32;
-}
-
-static tm_tensor *i64_tensor(const int64_t *v, int64_t n)
-{
-    return tm_from_buffer(v, &n, 1, TM_I64);
-}
-
-static tm_tensor *counter_tensor(uint64_t counter)
-{
-    int64_t v[2] = {(int64_t)(counter & 0xFFFFFFFFu),
-                    (int64_t)(counter >> 32)};
-    return i64_tensor(v, 2);
-}
-
-static tm_status ref_dispatch(const tt_refcase *c, tm_tensor **got,
-                              int *ngot)
-{
-    tm_rng rng = {arg_u64(c, "seed"), arg_u64(c, "counter")};
-    if (!strcmp(c->op, "philox_u32")) {
-        int64_t n = (int64_t)tt_arg(c, "n", 0);
-        uint32_t *raw = malloc(sizeof(uint32_t) * (size_t)n);
-        int64_t *vals = malloc(sizeof(int64_t) * (size_t)n);
-        if (!raw || !vals) {
-            free(raw);
-            free(vals);
-            return tm_set_error(TM_ENOMEM, "test: out of memory");
-        }
-        tm_rng_u32(&rng, raw, (size_t)n);
-        for (int64_t i = 0; i < n; i++) vals[i] = raw[i];
-        got[0] = i64_tensor(vals, n);
-        got[1] = counter_tensor(rng.counter);
-        free(raw);
-        free(vals);
-        *ngot = 2;
-        return TM_OK;
-    }
-    if (!strcmp(c->op, "split")) {
-        tm_rng child = tm_rng_split(&rng);
-        int64_t v[6] = {(int64_t)(child.key & 0xFFFFFFFFu),
-                        (int64_t)(child.key >> 32),
-                        (int64_t)(child.counter & 0xFFFFFFFFu),
-                        (int64_t)(child.counter >> 32),
-                        (int64_t)(rng.counter & 0xFFFFFFFFu),
-                        (int64_t)(rng.counter >> 32)};
-        got[0] = i64_tensor(v, 6);
-        *ngot = 1;
-        return TM_OK;
-    }
-    int64_t shape[TM_MAX_DIMS];
-    int nd = tt_arg_i64s(c, "shape", shape, TM_MAX_DIMS);
-    tm_dtype dt = (tm_dtype)(int)tt_arg(c, "dtype", 0);
-    int64_t p[2] = {0, 1};
-    double pd[2] = {0, 1};
-    tt_arg_i64s(c, "p", p, 2);
-    for (int k = 0; k < c->nargs; k++)
-        if (!strcmp(c->args[k].key, "p") && c->args[k].n == 2)
-            pd[0] = c->args[k].v[0], pd[1] = c->args[k].v[1];
-    if (nd < 0) nd = 0;
-    tm_tensor *t = NULL;
-    if (!strcmp(c->op, "rand") || !strcmp(c->op, "randn") ||
-        !strcmp(c->op, "randint_new")) {
-        tm_manual_seed(rng.key);
-        t = !strcmp(c->op, "rand")    ? tm_rand(shape, nd, dt)
-            : !strcmp(c->op, "randn") ? tm_randn(shape, nd, dt)
-                                      : tm_randint(p[0], p[1], shape, nd, dt);
-        if (!t) return tm_last_status();
-        got[0] = t;
-        *ngot = 1;
-        return TM_OK;
-    }
-    t = c->nin ? tm_retain(c->in[0]) : tm_empty(shape, nd, dt);
-    if (!t) return tm_last_status();
-    tm_status st;
-    if (!strcmp(c->op, "uniform")) st = tm_uniform_(t, pd[0], pd[1], &rng);
-    else if (!strcmp(c->op, "normal")) st = tm_normal_(t, pd[0], pd[1], &rng);
-    else if (!strcmp(c->op, "randint")) st = tm_randint_(t, p[0], p[1], &rng);
-    else st = tm_set_error(TM_EUNSUPPORTED, "unknown op %s", c->op);
-    if (st) {
-        tm_free(t);
-        return st;
-    }
-    got[0] = t;
-    got[1] = counter_tensor(rng.counter);
-    *ngot = 2;
-    return TM_OK;
-}
-
 TEST(random_reference_cases)
 {
-    tt_run_ref_file("random.ref", ref_dispatch);
+    tt_run_ref_file("random.ref", tt_random_dispatch);
     tm_manual_seed(0);
 }
 

@@ -2,69 +2,13 @@
  * (tests/data/reduce.ref from tests/gen/gen_reduce.py), error messages,
  * determinism across runs and thread counts, and a long F32 sum against a
  * compensated double reference. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 #include <stdlib.h>
 
-typedef tm_tensor *(*red_fn)(const tm_tensor *, const int *, int, bool);
-
-static red_fn red_by_name(const char *op)
-{
-    static const struct {
-        const char *name;
-        red_fn fn;
-    } tab[] = {{"sum", tm_sum}, {"mean", tm_mean}, {"prod", tm_prod},
-               {"max", tm_max}, {"min", tm_min}, {"logsumexp", tm_logsumexp},
-               {"any", tm_any}, {"all", tm_all}};
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (!strcmp(tab[i].name, op)) return tab[i].fn;
-    return NULL;
-}
-
-static tm_status red_dispatch(const tt_refcase *c, tm_tensor **got,
-                              int *ngot)
-{
-    if (c->nin != 1) return tm_set_error(TM_EUNSUPPORTED, "need one input");
-    const tm_tensor *x = c->in[0];
-    int dims[TM_MAX_DIMS];
-    int nd = tt_arg_ints(c, "dims", dims, TM_MAX_DIMS);
-    const int *dp = nd >= 0 ? dims : NULL;
-    if (nd < 0) nd = 0;
-    bool keep = tt_arg(c, "keepdim", 0) != 0;
-    int dim = (int)tt_arg(c, "dim", 0);
-    double p = tt_arg(c, "p", 0);
-    const char *op = c->op;
-    red_fn fn = red_by_name(op);
-    *ngot = 1;
-    if (fn) got[0] = fn(x, dp, nd, keep);
-    else if (!strcmp(op, "var")) got[0] = tm_var(x, dp, nd, p, keep);
-    else if (!strcmp(op, "std")) got[0] = tm_std(x, dp, nd, p, keep);
-    else if (!strcmp(op, "norm")) got[0] = tm_norm(x, dp, nd, p, keep);
-    else if (!strcmp(op, "argmax")) got[0] = tm_argmax(x, dim, keep);
-    else if (!strcmp(op, "argmin")) got[0] = tm_argmin(x, dim, keep);
-    else if (!strcmp(op, "argmax_all")) got[0] = tm_argmax_all(x);
-    else if (!strcmp(op, "argmin_all")) got[0] = tm_argmin_all(x);
-    else if (!strcmp(op, "cumsum")) got[0] = tm_cumsum(x, dim);
-    else if (!strcmp(op, "max_dim") || !strcmp(op, "min_dim")) {
-        tm_status st = op[1] == 'a'
-                           ? tm_max_dim(x, dim, keep, &got[0], &got[1])
-                           : tm_min_dim(x, dim, keep, &got[0], &got[1]);
-        *ngot = st ? 0 : 2;
-        return st;
-    } else {
-        *ngot = 0;
-        return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", op);
-    }
-    if (!got[0]) {
-        *ngot = 0;
-        return tm_last_status();
-    }
-    return TM_OK;
-}
-
 TEST(reduce_matches_numpy_references)
 {
-    tt_run_ref_file("reduce.ref", red_dispatch);
+    tt_run_ref_file("reduce.ref", tt_reduce_dispatch);
 }
 
 /* The same cases on 3 threads (every case is small, so this mostly checks
@@ -72,7 +16,7 @@ TEST(reduce_matches_numpy_references)
 TEST(reduce_references_hold_on_three_threads)
 {
     tm_set_num_threads(3);
-    tt_run_ref_file("reduce.ref", red_dispatch);
+    tt_run_ref_file("reduce.ref", tt_reduce_dispatch);
     tm_set_num_threads(0);
 }
 

@@ -2,42 +2,20 @@
  * references (tests/data/rows.ref from tests/gen/gen_rows.py) on every
  * kernel family and on 1 and 3 threads, error messages, and bitwise
  * thread-count invariance on a large input. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 #include "../../cpu/cpu_features.h"
 
 #include <string.h>
 
-static tm_status rows_dispatch(const tt_refcase *c, tm_tensor **got,
-                               int *ngot)
-{
-    const char *op = c->op;
-    const tm_tensor *x = c->in[0];
-    int k = 1;
-    const tm_tensor *w = NULL, *b = NULL;
-    if (tt_arg(c, "hasw", 0) != 0 && k < c->nin) w = c->in[k++];
-    if (tt_arg(c, "hasb", 0) != 0 && k < c->nin) b = c->in[k++];
-    int dim = (int)tt_arg(c, "dim", 0);
-    double eps = tt_arg(c, "eps", 1e-5);
-    *ngot = 0;
-    if (!strcmp(op, "softmax")) got[0] = tm_softmax(x, dim);
-    else if (!strcmp(op, "log_softmax")) got[0] = tm_log_softmax(x, dim);
-    else if (!strcmp(op, "layer_norm")) got[0] = tm_layer_norm(x, w, b, eps);
-    else if (!strcmp(op, "rms_norm")) got[0] = tm_rms_norm(x, w, eps);
-    else return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", op);
-    if (!got[0]) return tm_last_status();
-    *ngot = 1;
-    return TM_OK;
-}
-
 TEST(rows_match_numpy_references)
 {
-    tt_run_ref_file("rows.ref", rows_dispatch);
+    tt_run_ref_file("rows.ref", tt_rows_dispatch);
 }
 
 TEST(rows_references_hold_on_three_threads)
 {
     tm_set_num_threads(3);
-    tt_run_ref_file("rows.ref", rows_dispatch);
+    tt_run_ref_file("rows.ref", tt_rows_dispatch);
     tm_set_num_threads(0);
 }
 
@@ -47,7 +25,7 @@ TEST(rows_references_hold_for_every_kernel_family)
     tm__isa best = tm__cpu_isa();
     for (int i = 0; i < TM__ISA_COUNT; i++) {
         if (!tm__set_isa((tm__isa)i)) continue;
-        tt_run_ref_file("rows.ref", rows_dispatch);
+        tt_run_ref_file("rows.ref", tt_rows_dispatch);
     }
     tm__set_isa(best);
 }

@@ -1,54 +1,11 @@
 /* test_shape.c — cat, stack, split, split_sizes, chunk, pad, repeat: numpy
  * reference cases (tests/gen/gen_shape.py) plus views, error paths and
  * overflow. */
-#include "refcase.h"
-
-static tm_status shape_dispatch(const tt_refcase *c, tm_tensor **got,
-                                int *ngot)
-{
-    int dim = (int)tt_arg(c, "dim", 0);
-    const char *op = c->op;
-    int64_t v[TT_REF_MAX_ARGVALS];
-    tm_tensor *r = NULL;
-    int n = -1;
-    if (!strcmp(op, "cat")) {
-        r = tm_cat(c->in, c->nin, dim);
-    } else if (!strcmp(op, "stack")) {
-        r = tm_stack(c->in, c->nin, dim);
-    } else if (!strcmp(op, "split")) {
-        n = tm_split(c->in[0], (int64_t)tt_arg(c, "size", 0), dim, got,
-                     TT_REF_MAX_OUT);
-    } else if (!strcmp(op, "split_sizes")) {
-        int k = tt_arg_i64s(c, "sizes", v, TT_REF_MAX_ARGVALS);
-        n = tm_split_sizes(c->in[0], v, k, dim, got, TT_REF_MAX_OUT);
-    } else if (!strcmp(op, "chunk")) {
-        n = tm_chunk(c->in[0], (int)tt_arg(c, "chunks", 0), dim, got,
-                     TT_REF_MAX_OUT);
-    } else if (!strcmp(op, "pad")) {
-        int np = (int)tt_arg(c, "npad", 0);
-        if (np > 0 && tt_arg_i64s(c, "pad", v, TT_REF_MAX_ARGVALS) != np)
-            return tm_set_error(TM_EINVAL, "case needs %d pad values", np);
-        r = tm_pad(c->in[0], np > 0 ? v : NULL, np, tt_arg(c, "value", 0));
-    } else if (!strcmp(op, "repeat")) {
-        int k = tt_arg_i64s(c, "repeats", v, TT_REF_MAX_ARGVALS);
-        r = tm_repeat(c->in[0], v, k);
-    } else {
-        return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", op);
-    }
-    if (n >= 0) {
-        *ngot = n;
-        return TM_OK;
-    }
-    if (n < -1) return (tm_status)n;
-    if (!r) return tm_last_status();
-    got[0] = r;
-    *ngot = 1;
-    return TM_OK;
-}
+#include "ref_dispatch.h"
 
 TEST(shape_reference_cases)
 {
-    tt_run_ref_file("shape.ref", shape_dispatch);
+    tt_run_ref_file("shape.ref", tt_shape_dispatch);
 }
 
 /* 0..n-1 as [rows, cols] f32. */

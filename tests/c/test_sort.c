@@ -1,39 +1,13 @@
 /* test_sort.c — tm_sort / tm_argsort / tm_topk against numpy references,
  * stability with many equal keys, thread-count invariance, optional
  * outputs, errors and allocation failures. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 #include <stdlib.h>
 
-static tm_status sort_dispatch(const tt_refcase *c, tm_tensor **got,
-                               int *ngot)
-{
-    int dim = (int)tt_arg(c, "dim", 0);
-    tm_status st;
-    if (!strcmp(c->op, "sort")) {
-        st = tm_sort(c->in[0], dim, tt_arg(c, "descending", 0) != 0, &got[0],
-                     &got[1]);
-        if (!st) *ngot = 2;
-        return st;
-    }
-    if (!strcmp(c->op, "argsort")) {
-        got[0] = tm_argsort(c->in[0], dim, tt_arg(c, "descending", 0) != 0);
-        if (!got[0]) return tm_last_status();
-        *ngot = 1;
-        return TM_OK;
-    }
-    if (!strcmp(c->op, "topk")) {
-        st = tm_topk(c->in[0], (int64_t)tt_arg(c, "k", 0), dim,
-                     tt_arg(c, "largest", 1) != 0, &got[0], &got[1]);
-        if (!st) *ngot = 2;
-        return st;
-    }
-    return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", c->op);
-}
-
 TEST(sort_matches_numpy_references)
 {
-    tt_run_ref_file("sort.ref", sort_dispatch);
+    tt_run_ref_file("sort.ref", tt_sort_dispatch);
 }
 
 /* rows x n F32 values in {0, 1, 2} (many ties) from a fixed LCG. */

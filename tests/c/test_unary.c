@@ -2,89 +2,12 @@
  * dtype, special values, views, 0-d, 0-size, in place), error messages,
  * integer wrapping, stability limits, thread-count independence and
  * allocation failure. */
-#include "refcase.h"
+#include "ref_dispatch.h"
 
 /* White-box: the storage version counter that in-place ops must bump. */
 #include "../../tensor/core/tensor_impl.h"
 
 #include <stdint.h>
-
-typedef struct {
-    const char *name;
-    tm_unary_op op;
-    tm_tensor *(*fn)(const tm_tensor *); /* NULL: takes parameters */
-} tt_unary_entry;
-
-static const tt_unary_entry tt_unary_ops[] = {
-    {"neg", TM_OP_NEG, tm_neg}, {"abs", TM_OP_ABS, tm_abs},
-    {"sign", TM_OP_SIGN, tm_sign}, {"exp", TM_OP_EXP, tm_exp},
-    {"log", TM_OP_LOG, tm_log}, {"log1p", TM_OP_LOG1P, tm_log1p},
-    {"expm1", TM_OP_EXPM1, tm_expm1}, {"sqrt", TM_OP_SQRT, tm_sqrt},
-    {"rsqrt", TM_OP_RSQRT, tm_rsqrt}, {"sin", TM_OP_SIN, tm_sin},
-    {"cos", TM_OP_COS, tm_cos}, {"tanh", TM_OP_TANH, tm_tanh},
-    {"sigmoid", TM_OP_SIGMOID, tm_sigmoid}, {"relu", TM_OP_RELU, tm_relu},
-    {"leaky_relu", TM_OP_LEAKY_RELU, NULL}, {"gelu", TM_OP_GELU, tm_gelu},
-    {"gelu_tanh", TM_OP_GELU_TANH, tm_gelu_tanh},
-    {"silu", TM_OP_SILU, tm_silu}, {"softplus", TM_OP_SOFTPLUS, NULL},
-    {"logical_not", TM_OP_LOGICAL_NOT, tm_logical_not},
-    {"floor", TM_OP_FLOOR, tm_floor}, {"ceil", TM_OP_CEIL, tm_ceil},
-    {"round", TM_OP_ROUND, tm_round}, {"trunc", TM_OP_TRUNC, tm_trunc},
-    {"reciprocal", TM_OP_RECIPROCAL, tm_reciprocal},
-    {"square", TM_OP_SQUARE, tm_square}, {"erf", TM_OP_ERF, tm_erf},
-    {"log2", TM_OP_LOG2, tm_log2}, {"exp2", TM_OP_EXP2, tm_exp2}, {"isnan", TM_OP_ISNAN, tm_isnan},
-    {"isinf", TM_OP_ISINF, tm_isinf},
-    {"isfinite", TM_OP_ISFINITE, tm_isfinite},
-    {"clamp", TM_OP_CLAMP, NULL},
-};
-
-/* op names: "<op>" calls the named function (tm_leaky_relu, tm_softplus,
- * tm_clamp with the case's args), "u.<op>" calls tm_unary (default
- * parameters), "<op>_" calls tm_unary_ (tm_clamp_ for clamp) on the input
- * view and returns it. */
-static tm_status tt_unary_dispatch(const tt_refcase *c, tm_tensor **got,
-                                   int *ngot)
-{
-    const char *name = c->op;
-    bool generic = !strncmp(name, "u.", 2), inplace = false;
-    char buf[64];
-    if (generic) name += 2;
-    size_t len = strlen(name);
-    if (len > 1 && len < sizeof buf && name[len - 1] == '_') {
-        memcpy(buf, name, len - 1);
-        buf[len - 1] = '\0';
-        name = buf;
-        inplace = true;
-    }
-    const tt_unary_entry *e = NULL;
-    for (size_t i = 0; i < sizeof tt_unary_ops / sizeof *tt_unary_ops; i++)
-        if (!strcmp(tt_unary_ops[i].name, name)) e = &tt_unary_ops[i];
-    if (!e) return tm_set_error(TM_EUNSUPPORTED, "unknown op %s", c->op);
-    if (c->nin != 1)
-        return tm_set_error(TM_EINVAL, "%s takes 1 input, not %d", c->op,
-                            c->nin);
-    tm_tensor *x = c->in[0], *r;
-    double lo = tt_arg(c, "lo", NAN), hi = tt_arg(c, "hi", NAN);
-    if (inplace) {
-        tm_status st = e->op == TM_OP_CLAMP ? tm_clamp_(x, lo, hi)
-                                            : tm_unary_(e->op, x);
-        if (st) return st;
-        r = tm_retain(x);
-    } else if (generic) {
-        r = tm_unary(e->op, x);
-    } else if (e->op == TM_OP_LEAKY_RELU) {
-        r = tm_leaky_relu(x, tt_arg(c, "slope", 0.01));
-    } else if (e->op == TM_OP_SOFTPLUS) {
-        r = tm_softplus(x, tt_arg(c, "beta", 1), tt_arg(c, "threshold", 20));
-    } else if (e->op == TM_OP_CLAMP) {
-        r = tm_clamp(x, lo, hi);
-    } else {
-        r = e->fn(x);
-    }
-    if (!r) return tm_last_status();
-    got[0] = r;
-    *ngot = 1;
-    return TM_OK;
-}
 
 TEST(unary_reference_cases)
 {
