@@ -315,15 +315,18 @@ tm_tensor *tm_tensor_from_storage(tm_storage *s, int64_t offset,
     }
     for (int i = 0; i < ndim; i++) {
         /* strides up to the storage's element count cannot overflow the
-         * extent computation below (shape * stride <= numel * cap) */
-        if (st[i] < 0 || (shape[i] > 1 && st[i] > cap)) {
+         * extent computation below (shape * stride <= numel * cap).  A
+         * view without elements reaches no storage and has no extent, so
+         * only the sign of its strides is checked: an empty tensor's own
+         * contiguous strides exceed its empty storage. */
+        if (st[i] < 0 || (numel > 0 && shape[i] > 1 && st[i] > cap)) {
             TM_ERR(TM_ERANGE, "stride %lld of dim %d is outside [0, %lld]",
                    (long long)st[i], i, (long long)cap);
             return NULL;
         }
         /* keeps the extent sum below from overflowing: each term must stay
          * under 2^62 / TM_MAX_DIMS */
-        if (st[i] > 0 &&
+        if (numel > 0 && st[i] > 0 &&
             shape[i] - 1 > ((INT64_MAX / 2) / TM_MAX_DIMS) / st[i]) {
             TM_ERR(TM_ERANGE, "dim %d of size %lld with stride %lld spans "
                    "more than the storage", i, (long long)shape[i],

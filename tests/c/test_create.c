@@ -148,6 +148,21 @@ TEST(storage_views_are_bounds_checked)
     tm_free(t);
 }
 
+TEST(an_empty_view_takes_any_strides_over_empty_storage)
+{
+    /* an empty tensor's own strides (3, 1) exceed its storage of 0 bytes;
+     * a view with no element reaches nothing, so it is re-creatable */
+    tm_tensor *e = tm_empty((int64_t[]){0, 3}, 2, TM_F32);
+    REQUIRE(e);
+    tm_tensor *v = tm_as_strided(e, tm_shape(e), tm_strides(e), 2, 0);
+    CHECK(v && tm_numel(v) == 0 && tm_strides(v)[0] == 3);
+    tm_free(v);
+    CHECK_NULL_ERR(tm_as_strided(e, (int64_t[]){0, 3}, (int64_t[]){3, -1}, 2,
+                                 0),
+                   TM_ERANGE, "stride -1 of dim 1");
+    tm_free(e);
+}
+
 TEST(read_only_storage_refuses_every_in_place_write)
 {
     float buf[6] = {1, 2, 3, 4, 5, 6};
