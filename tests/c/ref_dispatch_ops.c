@@ -490,7 +490,7 @@ tm_status tt_random_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot)
         *ngot = 1;
         return TM_OK;
     }
-    t = c->nin ? tm_retain(c->in[0]) : tm_empty(shape, nd, dt);
+    t = c->nin ? tm_retain(c->in[0]) : tm_empty_on(shape, nd, dt, c->device);
     if (!t) return tm_last_status();
     tm_status st;
     if (!strcmp(c->op, "uniform")) st = tm_uniform_(t, pd[0], pd[1], &rng);

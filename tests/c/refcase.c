@@ -238,14 +238,14 @@ static void tt_run_case(tt_refcase *c, tt_ref_dispatch fn, const char *file,
     for (int k = 0; k < ngot; k++) tm_free(got[k]);
 }
 
-void tt_run_ref_file(const char *name, tt_ref_dispatch fn)
+int tt_ref_foreach(const char *name, tt_ref_visit visit, void *user)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", TT_DATA_DIR, name);
     FILE *f = fopen(path, "r");
     if (!f) {
         tt_fail(path, 0, "cannot open reference file");
-        return;
+        return 0;
     }
     size_t cap = 1 << 16;
     char *line = malloc(cap);
@@ -321,7 +321,7 @@ void tt_run_ref_file(const char *name, tt_ref_dispatch fn)
                 snprintf(c.err_msg, sizeof c.err_msg, "%s", rest + used);
             }
         } else if (!strcmp(dir, "end")) {
-            tt_run_case(&c, fn, path, lineno);
+            visit(&c, path, lineno, user);
             tt_case_clear(&c);
             in_case = false;
             ncases++;
@@ -339,4 +339,17 @@ void tt_run_ref_file(const char *name, tt_ref_dispatch fn)
     free(line);
     fclose(f);
     if (ncases == 0) tt_fail(path, 0, "no cases in reference file");
+    return ncases;
+}
+
+static void tt_run_case_visit(tt_refcase *c, const char *path, int line,
+                              void *user)
+{
+    tt_ref_dispatch fn = *(tt_ref_dispatch *)user;
+    tt_run_case(c, fn, path, line);
+}
+
+void tt_run_ref_file(const char *name, tt_ref_dispatch fn)
+{
+    tt_ref_foreach(name, tt_run_case_visit, &fn);
 }

@@ -44,6 +44,9 @@ typedef struct tt_refcase {
     bool expect_err;
     tm_status err_status;
     char err_msg[256];
+    /* The device the case runs on: inputs are there, and a case without
+     * inputs creates its tensor there (TM_CPU unless a runner says). */
+    tm_device device;
 } tt_refcase;
 
 /* Argument lookup; `dflt` when absent. */
@@ -64,5 +67,16 @@ typedef tm_status (*tt_ref_dispatch)(const tt_refcase *c, tm_tensor **got,
 /* Runs every case of tests/data/<file> through `fn`, recording failures in
  * the running test.  A missing or malformed file is a failure. */
 void tt_run_ref_file(const char *file, tt_ref_dispatch fn);
+
+/* Parses tests/data/<file> and calls visit(c, path, line, user) for every
+ * case, `line` being that of its "end".  The case and its tensors belong
+ * to the reader: they are freed after `visit` returns, so a visitor that
+ * runs the case more than once (on other devices, say) works on copies of
+ * the inputs.  A missing or malformed file is a failure of the running
+ * test.  Returns the number of cases visited.  tt_run_ref_file is this
+ * with a visitor that runs and checks each case. */
+typedef void (*tt_ref_visit)(tt_refcase *c, const char *path, int line,
+                             void *user);
+int tt_ref_foreach(const char *file, tt_ref_visit visit, void *user);
 
 #endif
