@@ -9,7 +9,8 @@
  * results are the same for any thread count and, because the transforms
  * below use only integer arithmetic and IEEE-754 basic operations (+ - * /
  * sqrt, with Foundry's own log and sin/cos instead of the platform's libm)
- * in a fixed order, the same on every platform.
+ * in a fixed order, the same on every platform and every device (a device
+ * whose backend declines a fill's dtype is given the CPU's fill).
  *
  * Layout (what a fill of n elements produces; "row-major" means the
  * row-major order of the tensor as viewed, also for non-contiguous views):

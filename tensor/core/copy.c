@@ -45,11 +45,7 @@ tm_tensor *tm_clone(const tm_tensor *t)
     return tm__copy_as(__func__, t, t->dtype, "CloneBackward");
 }
 
-/* Bytes of the contiguous tensor c to the contiguous tensor o on another
- * device, through the host when neither is the CPU.  Copies to the host
- * synchronize c's device and report its pending error. */
-static tm_status tm__transfer(const char *fn, tm_tensor *o,
-                              const tm_tensor *c)
+tm_status tm__transfer(const char *fn, tm_tensor *o, const tm_tensor *c)
 {
     tm_ctx *from = tm__ctx(c), *to = tm__ctx(o);
     size_t n = tm_nbytes(c);

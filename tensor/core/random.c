@@ -69,24 +69,42 @@ void tm_manual_seed(uint64_t seed)
 /* ----------------------------------------------------------------- fills */
 
 /* Runs the backend fill on t (through a contiguous temporary when t is
- * not contiguous: the temporary's row-major order is the view's). */
+ * not contiguous: the temporary's row-major order is the view's).
+ *
+ * A device whose backend declines the fill's dtype gets the CPU's fill,
+ * copied over, rather than the dtype fallback's: random.h defines the
+ * values per dtype (64-bit draws for F64, 32-bit ones rounded once into
+ * F16/BF16, uniform's results kept below high), which a fill computed in
+ * F32 and converted does not give — F16/BF16 values would round twice and
+ * reach high itself, F64 ones would come from other draws, and integers
+ * past 2^24 would not be exact. */
 static tm_status tm__random_fill(const char *fn, tm_tensor *t, int kind,
                                  double p0, double p1, tm_rng *rng)
 {
-    tm_tensor *tmp = NULL, *dst = t;
+    tm_tensor *tmp = NULL, *dst = t, *host = NULL;
     if (!tm_is_contiguous(t)) {
         tmp = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                              t->storage->device);
         if (!tmp) return tm_last_status();
         dst = tmp;
     }
-    tm_buf b = tm__buf(dst);
+    tm_ctx *cx = tm__ctx(dst);
+    if (cx->backend->supports &&
+        !cx->backend->supports(cx, TM_ENTRY_RANDOM, kind, &dst->dtype, 1)) {
+        host = tm__tensor_new(fn, dst->shape, dst->ndim, dst->dtype, TM_CPU);
+        if (!host) {
+            tm_free(tmp);
+            return tm_last_status();
+        }
+        cx = tm__cpu_ctx();
+    }
+    tm_buf b = tm__buf(host ? host : dst);
     tm_rng *r = tm__rng_acquire(rng);
     tm__stage sg = {0};
     tm__stage_out(&sg, &b);
-    tm_ctx *cx = tm__ctx(dst);
     tm_status st = TM__CALL_STAGED(fn, cx, &sg, RANDOM, kind, random, &b, kind,
                                    p0, p1, *r);
+    if (!st && host) st = tm__transfer(fn, dst, host);
     if (!st) { /* the blocks random.h documents: 2 or 4 draws per block */
         int64_t n = tm_numel(dst), per = kind == 2 || dst->dtype == TM_F64
                                              ? 2 : 4;
@@ -94,6 +112,7 @@ static tm_status tm__random_fill(const char *fn, tm_tensor *t, int kind,
     }
     tm__rng_release(rng);
     if (!st && tmp) st = tm_copy_(t, tmp);
+    tm_free(host);
     tm_free(tmp);
     if (!st) tm__bump_version(t);
     return st;

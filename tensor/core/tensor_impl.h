@@ -124,6 +124,11 @@ tm_status tm__no_entry(const char *fn, const tm_ctx *cx, const char *entry);
 /* Waits for cx's stream and reports (as fn's error, and clears) the first
  * error its work hit since the last synchronization. */
 tm_status tm__sync(const char *fn, tm_ctx *cx);
+/* Bytes of the contiguous tensor c to the contiguous tensor o (same shape
+ * and dtype) on another device, through the host when neither is the
+ * CPU.  Copies to the host synchronize c's device and report its pending
+ * error (copy.c). */
+tm_status tm__transfer(const char *fn, tm_tensor *o, const tm_tensor *c);
 
 /* Storage memory through the device's caching allocator (device_alloc.c):
  * a handle to at least `bytes` (*block gets the block's size), or NULL

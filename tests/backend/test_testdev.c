@@ -317,3 +317,37 @@ TEST(testdev_random_fills_match_the_cpu)
     tm_free(c);
     tm_free(d);
 }
+
+/* test:1 declines F16 and F64 fills: it gets the CPU's, so the values are
+ * the ones random.h defines (a fill computed in F32 and rounded to F16
+ * would reach `high` at the top of [low, high); F64 values come from
+ * 64-bit draws) and the generator advances as on the CPU. */
+TEST(testdev_declined_random_dtypes_get_the_cpus_fill)
+{
+    REQUIRE(tt_testdev_register() == 0);
+    tm_dtype dts[3] = {TM_F16, TM_BF16, TM_F64};
+    for (int k = 0; k < 3; k++) {
+        tm_rng r1 = tm_rng_new(7), r2 = tm_rng_new(7);
+        tm_tensor *c = tm_empty((int64_t[]){4, 25}, 2, dts[k]);
+        tm_tensor *d = tm_empty_on((int64_t[]){4, 25}, 2, dts[k], TT_TEST1);
+        tm_tensor *dt = d ? tm_transpose(d, 0, 1) : NULL;
+        tm_tensor *ct = c ? tm_transpose(c, 0, 1) : NULL;
+        REQUIRE(ct && dt);
+        /* draws at the top of [0.99, 1) round to 1 in F16 and BF16 */
+        CHECK_INT(tm_uniform_(ct, 0.99, 1.0, &r1), TM_OK);
+        CHECK_INT(tm_uniform_(dt, 0.99, 1.0, &r2), TM_OK);
+        CHECK(same_bits(c, d));
+        CHECK(r1.counter == r2.counter);
+        tm_tensor *top = tm_max(c, NULL, 0, false);
+        double m = 2;
+        CHECK(top && tm_item(top, &m) == TM_OK && m < 1.0);
+        CHECK_INT(tm_normal_(c, 0, 1, &r1), TM_OK);
+        CHECK_INT(tm_normal_(d, 0, 1, &r2), TM_OK);
+        CHECK(same_bits(c, d));
+        tm_free(top);
+        tm_free(ct);
+        tm_free(dt);
+        tm_free(c);
+        tm_free(d);
+    }
+}
