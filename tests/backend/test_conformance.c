@@ -13,6 +13,12 @@
  * CPU's under the device's policy: dtype, shape and strides always, the
  * values bitwise (NaNs by bit pattern) or within a stated tolerance.
  *
+ * Gradients.  Each case runs a second time with its float inputs requiring
+ * grad, backpropagating sum_j sum(out_j * R_j) for fixed weights R_j; the
+ * outputs and every input's gradient are compared as above.  Cases that
+ * fail this way on the CPU (in-place ops refuse such inputs) or have no
+ * differentiable output are compared forward only.
+ *
  * Errors.  A case the CPU fails (the file's "err" cases) must fail on the
  * device with the same status and a message holding the file's words.  An
  * asynchronous device finds some errors only when its work runs, so the
@@ -397,7 +403,8 @@ static void tt_compare_values(const tm_tensor *got, const tm_tensor *want,
 
 typedef struct tt_tally {
     int cases, bits, f32, near, skipped, failed;
-    int grads; /* cases whose gradients were compared too */
+    int grads;       /* cases whose gradients were compared too */
+    const char *why; /* the reason of the last skip */
 } tt_tally;
 
 typedef struct tt_conf {
@@ -506,6 +513,7 @@ static void tt_conf_visit(tt_refcase *c, const char *path, int line,
         for (int d = 0; d < TT_NDEVICES; d++) {
             cf->tally[d].cases++;
             cf->tally[d].skipped++;
+            cf->tally[d].why = tt_host_case(cf->file, c);
         }
         return;
     }
@@ -528,6 +536,7 @@ static void tt_conf_visit(tt_refcase *c, const char *path, int line,
             ty->cases++;
             if (rule.cmp == TT_CMP_SKIP) {
                 ty->skipped++;
+                ty->why = rule.why;
                 continue;
             }
             tt_conf_pass(cf, d, c, &cpu, 0, &rule, path, line);
@@ -567,6 +576,8 @@ static void tt_conformance(const char *file, tt_ref_dispatch fn)
                    "tolerance, %2d skipped, %3d failed\n", file,
                    tt_conf_devices[d].name, t->cases, t->grads, t->bits,
                    t->f32, t->near, t->skipped, t->failed);
+        if (cf.available[d] && t->skipped && getenv("TT_VERBOSE"))
+            printf("    skipped, for instance: %s\n", t->why);
     }
 }
 
