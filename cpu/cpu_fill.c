@@ -38,12 +38,17 @@ tm_status tm__cpu_sequence(tm_ctx *ctx, const tm_buf *dst, tm_seq_kind kind,
     }
     case TM_SEQ_TRIL:
     case TM_SEQ_TRIU: {
-        uint8_t *m = (uint8_t *)p;
+        /* 0 or 1 in dst's dtype: BOOL, or I64 when the fallback staged it */
+        size_t es = tm_dtype_size(dst->dtype);
         int64_t rows = dst->shape[0], cols = dst->shape[1];
         bool upper = kind == TM_SEQ_TRIU;
         for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < cols; j++) /* j - i: (i, j)'s diagonal */
-                m[i * cols + j] = upper ? j - i >= k : j - i <= k;
+            for (int64_t j = 0; j < cols; j++) { /* j - i: the diagonal */
+                bool keep = upper ? j - i >= k : j - i <= k;
+                char *e = p + (size_t)(i * cols + j) * es;
+                if (dst->dtype == TM_BOOL) *(uint8_t *)e = keep;
+                else tm__store_f64(e, dst->dtype, keep);
+            }
         return TM_OK;
     }
     }

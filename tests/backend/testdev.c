@@ -245,38 +245,6 @@ static tm_status tt_run(tt_job *j)
     return tm_set_error(TM_ESTATE, "test device: unknown job %d", j->kind);
 }
 
-/* The CPU's `sequence` writes the tril/triu keep-mask as BOOL only (its
- * front ends never ask for anything else).  A device that declines BOOL
- * (test:1) is handed I64 for it by the dtype fallback, as any F32/I64
- * backend would be, and must write 0 and 1 there: such a job runs into a
- * BOOL buffer that is then widened into its output. */
-static bool tt_needs_bool(const tt_job *j)
-{
-    return j->kind == TM_ENTRY_SEQUENCE && j->b[0].dtype != TM_BOOL &&
-           (j->op == TM_SEQ_TRIL || j->op == TM_SEQ_TRIU);
-}
-
-static tm_status tt_run_via_bool(tt_job *j)
-{
-    tm_buf out = j->b[0], bb = out;
-    int64_t n = 1;
-    for (int i = out.ndim - 1; i >= 0; i--) {
-        bb.strides[i] = n;
-        n *= out.shape[i];
-    }
-    bb.dtype = TM_BOOL;
-    bb.offset = 0;
-    bb.handle = malloc(n > 0 ? (size_t)n : 1);
-    if (!bb.handle)
-        return tm_set_error(TM_ENOMEM, "test device: out of host memory");
-    j->b[0] = bb;
-    tm_status st = tt_run(j);
-    j->b[0] = out;
-    if (!st) st = tt_cpu->copy(tt_cpu_ctx, &out, &bb);
-    free(bb.handle);
-    return st;
-}
-
 static void tt_job_free(tt_job *j)
 {
     free(j->many);
@@ -300,7 +268,7 @@ static void *tt_worker(void *arg)
         } else if (tm_ctx_status(d->ctx) == TM_OK) {
             /* after an error the rest is skipped until it is reported */
             tm_clear_error();
-            tm_status st = tt_needs_bool(j) ? tt_run_via_bool(j) : tt_run(j);
+            tm_status st = tt_run(j);
             if (st) tm_ctx_fail(d->ctx, st, tm_last_error());
         }
         tt_job_free(j);
