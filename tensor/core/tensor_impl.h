@@ -148,12 +148,18 @@ tm__dev_pool *tm__dev_pool_new(void);
  * backend without `supports` costs nothing here. */
 #define TM__STAGE_MAX 8
 enum { TM__STAGE_IN = 1, TM__STAGE_OUT = 2, TM__STAGE_INOUT = 3 };
-typedef struct tm__stage {
-    int n;
-    tm_buf *buf[TM__STAGE_MAX];
-    int mode[TM__STAGE_MAX];
+/* The copies of a staged call (allocated only when staging happens, so
+ * the common path zero-initialises a small struct). */
+typedef struct tm__stage_copies {
     tm_buf orig[TM__STAGE_MAX];
     tm_tensor *tmp[TM__STAGE_MAX];
+} tm__stage_copies;
+typedef struct tm__stage {
+    int n;
+    bool overflow; /* more than TM__STAGE_MAX operands: refused */
+    unsigned char mode[TM__STAGE_MAX];
+    tm_buf *buf[TM__STAGE_MAX];
+    tm__stage_copies *cp;
 } tm__stage;
 
 void tm__stage_add(tm__stage *s, tm_buf *b, int mode);
