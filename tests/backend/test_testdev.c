@@ -41,22 +41,6 @@ static tm_tensor *f32(const float *v, int64_t n)
     return tm_from_buffer(v, &n, 1, TM_F32);
 }
 
-/* Bitwise equality of two tensors' elements (copied to the host). */
-static bool same_bits(const tm_tensor *a, const tm_tensor *b)
-{
-    if (!a || !b || tm_dtype_of(a) != tm_dtype_of(b) ||
-        tm_numel(a) != tm_numel(b))
-        return false;
-    size_t n = tm_nbytes(a);
-    char *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
-    bool ok = x && y &&
-              tm_copy_to_buffer(a, x, n, tm_dtype_of(a)) == TM_OK &&
-              tm_copy_to_buffer(b, y, n, tm_dtype_of(b)) == TM_OK &&
-              memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return ok;
-}
 
 TEST(testdev_registers_two_devices)
 {
@@ -131,7 +115,7 @@ TEST(testdev_ops_match_the_cpu_bitwise)
                        tm_softmax(d, 1), tm_add(d, d), tm_cumsum(d, 1)};
     for (int i = 0; i < 6; i++) {
         CHECK(g[i] && tm_device_eq(tm_device_of(g[i]), TT_TEST0));
-        if (!same_bits(c[i], g[i])) tt_fail(__FILE__, __LINE__, "op %d", i);
+        if (!tt_same_bits(c[i], g[i])) tt_fail(__FILE__, __LINE__, "op %d", i);
         tm_free(c[i]);
         tm_free(g[i]);
     }
@@ -150,7 +134,7 @@ TEST(testdev_mixing_devices_names_both)
     CHECK_NULL_ERR(tm_add(x, d), TM_EDEVICE, "cpu and test:0");
     CHECK_NULL_ERR(tm_add(d, e), TM_EDEVICE, "test:0 and test:1");
     tm_tensor *moved = tm_to(d, TT_TEST1); /* between devices: via host */
-    CHECK(same_bits(moved, x));
+    CHECK(tt_same_bits(moved, x));
     tm_free(moved);
     tm_free(e);
     tm_free(d);
@@ -184,7 +168,7 @@ TEST(testdev_error_in_a_queued_stream_is_sticky_until_sync)
     CHECK_INT(tm_synchronize(TT_TEST0), TM_OK); /* reported once */
     tm_free(sum);
     tm_tensor *ok = tm_to(d, TM_CPU);
-    CHECK(same_bits(ok, x)); /* the device works again */
+    CHECK(tt_same_bits(ok, x)); /* the device works again */
     tm_free(ok);
     tm_free(a);
     tm_free(g);
@@ -284,20 +268,20 @@ TEST(testdev_fallback_runs_declined_dtypes_as_f32)
     CHECK_INT(tm_dtype_of(y), TM_F64);
     tm_tensor *x32 = tm_to_dtype(x, TM_F32), *e32 = tm_exp(x32);
     tm_tensor *want = tm_to_dtype(e32, TM_F64);
-    CHECK(same_bits(y, want));
+    CHECK(tt_same_bits(y, want));
     /* F16 on the CPU computes in F32 too: the fallback is exact */
     tm_tensor *h = tm_to_dtype(x, TM_F16), *hd = tm_to(h, TT_TEST1);
     tm_tensor *hc = tm_mul(h, h), *hg = tm_mul(hd, hd);
-    CHECK(same_bits(hc, hg));
+    CHECK(tt_same_bits(hc, hg));
     /* integers run as I64 */
     int32_t iv[5] = {3, -4, 5, 3, -1};
     tm_tensor *i = tm_from_buffer(iv, (int64_t[]){5}, 1, TM_I32);
     tm_tensor *id = tm_to(i, TT_TEST1);
     tm_tensor *ic = tm_sum(i, NULL, 0, false), *ig = tm_sum(id, NULL, 0,
                                                             false);
-    CHECK(same_bits(ic, ig));
+    CHECK(tt_same_bits(ic, ig));
     tm_tensor *pc = tm_lt(i, x), *pg = tm_lt(id, d); /* BOOL out via I64 */
-    CHECK(same_bits(pc, pg));
+    CHECK(tt_same_bits(pc, pg));
     tm_tensor *all[] = {x, d, y, x32, e32, want, h, hd, hc, hg,
                         i, id, ic, ig, pc, pg};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++) tm_free(all[k]);
@@ -312,7 +296,7 @@ TEST(testdev_random_fills_match_the_cpu)
     REQUIRE(c && d);
     CHECK_INT(tm_normal_(c, 0.5, 2.0, &r1), TM_OK);
     CHECK_INT(tm_normal_(d, 0.5, 2.0, &r2), TM_OK);
-    CHECK(same_bits(c, d));
+    CHECK(tt_same_bits(c, d));
     CHECK(r1.counter == r2.counter && r1.key == r2.key);
     tm_free(c);
     tm_free(d);
@@ -336,14 +320,14 @@ TEST(testdev_declined_random_dtypes_get_the_cpus_fill)
         /* draws at the top of [0.99, 1) round to 1 in F16 and BF16 */
         CHECK_INT(tm_uniform_(ct, 0.99, 1.0, &r1), TM_OK);
         CHECK_INT(tm_uniform_(dt, 0.99, 1.0, &r2), TM_OK);
-        CHECK(same_bits(c, d));
+        CHECK(tt_same_bits(c, d));
         CHECK(r1.counter == r2.counter);
         tm_tensor *top = tm_max(c, NULL, 0, false);
         double m = 2;
         CHECK(top && tm_item(top, &m) == TM_OK && m < 1.0);
         CHECK_INT(tm_normal_(c, 0, 1, &r1), TM_OK);
         CHECK_INT(tm_normal_(d, 0, 1, &r2), TM_OK);
-        CHECK(same_bits(c, d));
+        CHECK(tt_same_bits(c, d));
         tm_free(top);
         tm_free(ct);
         tm_free(dt);

@@ -23,21 +23,6 @@
 
 #define TT_DEV TT_TEST0
 
-/* Bitwise equality of two tensors' elements (copied to the host). */
-static bool tt_bits(const tm_tensor *a, const tm_tensor *b)
-{
-    if (!a || !b || tm_dtype_of(a) != tm_dtype_of(b) ||
-        tm_numel(a) != tm_numel(b))
-        return false;
-    size_t n = tm_nbytes(a);
-    char *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
-    bool ok = x && y && tm_copy_to_buffer(a, x, n, tm_dtype_of(a)) == TM_OK &&
-              tm_copy_to_buffer(b, y, n, tm_dtype_of(b)) == TM_OK &&
-              memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return ok;
-}
 
 /* ------------------------------------------------------------- models */
 
@@ -308,7 +293,7 @@ static void tt_train_both(const tt_model *init, int opt_kind,
                     "steps", first[0], last[0], steps);
         CHECK(first[0] == first[1] && last[0] == last[1]);
         for (int i = 0; i < init->n; i++)
-            if (!tt_bits(m[0].p[i], m[1].p[i]))
+            if (!tt_same_bits(m[0].p[i], m[1].p[i]))
                 tt_fail(__FILE__, __LINE__, "parameter %d differs from the "
                         "CPU's after %d steps", i, steps);
     }
@@ -385,7 +370,7 @@ TEST(train_device_overlapping_as_strided_backward_matches_the_cpu)
         tm_free(x);
         tm_free(h);
     }
-    CHECK(tt_bits(g[0], g[1]));
+    CHECK(tt_same_bits(g[0], g[1]));
     tm_free(g[0]);
     tm_free(g[1]);
 }
@@ -502,7 +487,7 @@ TEST(train_device_kernel_error_mid_step_leaves_memory_at_baseline)
                        1, 0.5, TM_CPU, &f[0], &s[0]),
               TM_OK);
     CHECK(f[0] == f[1]);
-    for (int i = 0; i < m.n; i++) CHECK(tt_bits(m.p[i], mc.p[i]));
+    for (int i = 0; i < m.n; i++) CHECK(tt_same_bits(m.p[i], mc.p[i]));
     tm_free(yb);
     tm_free(bh);
     tm_free(x);

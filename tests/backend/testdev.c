@@ -764,3 +764,19 @@ int tt_testdev_register(void)
     pthread_once(&tt_once, tt_build);
     return (int)tt_reg_status;
 }
+
+bool tt_same_bits(const tm_tensor *a, const tm_tensor *b)
+{
+    if (!a || !b || tm_dtype_of(a) != tm_dtype_of(b) ||
+        tm_numel(a) != tm_numel(b))
+        return false;
+    size_t n = tm_nbytes(a);
+    char *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
+    bool ok = x && y &&
+              tm_copy_to_buffer(a, x, n, tm_dtype_of(a)) == TM_OK &&
+              tm_copy_to_buffer(b, y, n, tm_dtype_of(b)) == TM_OK &&
+              memcmp(x, y, n) == 0;
+    free(x);
+    free(y);
+    return ok;
+}

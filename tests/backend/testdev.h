@@ -40,6 +40,9 @@ void tt_testdev_fail_allocs(int after, int count);
 void tt_testdev_hold(tm_device dev, int hold);
 /* Jobs queued on `dev` so far (entries, copies, frees). */
 long tt_testdev_jobs(tm_device dev);
+/* True when a and b (on any devices) have the same dtype, element count
+ * and bytes, compared on the host (NaNs by bit pattern). */
+bool tt_same_bits(const tm_tensor *a, const tm_tensor *b);
 /* Bytes the test devices hold from their address space right now. */
 size_t tt_testdev_bytes_in_use(void);
 
