@@ -173,7 +173,6 @@ typedef struct tt_dev {
     long jobs;
 } tt_dev;
 
-static tt_dev *tt_devs[TT_NDEV];
 static const tm_backend *tt_cpu;
 static tm_ctx *tt_cpu_ctx;
 
@@ -613,7 +612,6 @@ static int tt_device_count(void) { return TT_NDEV; }
 
 static tm_status tt_open(tm_ctx *ctx)
 {
-    int i = tm_ctx_device(ctx).index;
     tt_dev *d = calloc(1, sizeof *d);
     if (!d) return tm_set_error(TM_ENOMEM, "test device: no host memory");
     d->ctx = ctx;
@@ -624,7 +622,6 @@ static tm_status tt_open(tm_ctx *ctx)
         free(d);
         return tm_set_error(TM_EDEVICE, "test device: no worker thread");
     }
-    tt_devs[i] = d;
     tm_ctx_set_impl(ctx, d);
     return TM_OK;
 }
