@@ -78,7 +78,9 @@ tm_status tm_ctx_status(tm_ctx *ctx);
 /* Device memory of at least `bytes` (a handle), owned by the context and
  * valid until the context's next tm_ctx_scratch call.  For backends whose
  * stream orders all work: an entry may use it for the work it queues,
- * since the next entry's work runs after.  NULL (error set) on failure. */
+ * since the next entry's work runs after.  NULL (error set) on failure,
+ * and on the CPU, whose entries run on several callers' threads at once
+ * (TM_EUNSUPPORTED). */
 void *tm_ctx_scratch(tm_ctx *ctx, size_t bytes);
 /* The context of `dev`, opened at first use; NULL (error set) when the
  * device has no backend or does not open. */

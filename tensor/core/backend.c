@@ -243,6 +243,12 @@ tm_status tm_ctx_status(tm_ctx *ctx)
 
 void *tm_ctx_scratch(tm_ctx *ctx, size_t bytes)
 {
+    if (!ctx->pool) { /* the CPU: entries run on many callers' threads */
+        TM_ERR(TM_EUNSUPPORTED, "%s has no context scratch: its entries "
+               "run on the calling threads, several at once",
+               tm_device_name(ctx->device));
+        return NULL;
+    }
     pthread_mutex_lock(&ctx->lock);
     void *h = ctx->scratch;
     if (!h || ctx->scratch_bytes < bytes) {

@@ -335,3 +335,26 @@ TEST(testdev_declined_random_dtypes_get_the_cpus_fill)
         tm_free(d);
     }
 }
+
+TEST(testdev_context_scratch_grows_and_stays_device_memory)
+{
+    REQUIRE(tt_testdev_register() == 0);
+    tm_ctx *cx = tm_device_ctx(TT_TEST0);
+    REQUIRE(cx);
+    tm_mem_stats s0, s1;
+    CHECK_INT(tm_device_memory_stats(TT_TEST0, &s0), TM_OK);
+    void *a = tm_ctx_scratch(cx, 100);
+    CHECK(a != NULL);
+    CHECK(tm_ctx_scratch(cx, 50) == a); /* big enough: the same block */
+    void *b = tm_ctx_scratch(cx, 1 << 20);
+    CHECK(b != NULL);
+    CHECK_INT(tm_device_memory_stats(TT_TEST0, &s1), TM_OK);
+    CHECK(s1.current_bytes >= s0.current_bytes + (1 << 20));
+    /* a device handle: a device entry accepts it as one of its buffers */
+    tm_buf d = {.handle = b, .dtype = TM_F32, .ndim = 1, .shape = {4},
+                .strides = {1}};
+    CHECK_INT(tm_backend_get(TM_DEVICE_TEST)->fill(cx, &d, 2.0), TM_OK);
+    CHECK_INT(tm_synchronize(TT_TEST0), TM_OK);
+    CHECK_NULL_ERR(tm_ctx_scratch(tm_device_ctx(TM_CPU), 64),
+                   TM_EUNSUPPORTED, "cpu has no context scratch");
+}
