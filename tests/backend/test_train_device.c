@@ -17,6 +17,7 @@
  *     20 AdamW steps (the conv, pool, loss and optimizer entries).
  */
 #include "../c/harness.h"
+#include "../c/spirals.h"
 #include "testdev.h"
 
 #include <stdlib.h>
@@ -142,23 +143,13 @@ static tm_tensor *tt_cnn_forward(const tt_model *m, const tm_tensor *x)
 
 /* -------------------------------------------------------------- data */
 
-enum { TT_SP_PER = 64, TT_SP_N = 2 * TT_SP_PER };
 
-/* Two interleaved spirals (as tests/c/test_train.c), on `dev`. */
+/* The training tests' spirals (tests/c/spirals.h), on `dev`. */
 static bool tt_spirals(tm_device dev, tm_tensor **x, tm_tensor **y)
 {
     static float pts[2 * TT_SP_N];
     static int64_t labels[TT_SP_N];
-    for (int c = 0; c < 2; c++)
-        for (int i = 0; i < TT_SP_PER; i++) {
-            int k = c * TT_SP_PER + i;
-            double r = 0.1 + 0.9 * i / (TT_SP_PER - 1.0);
-            double th = 3.0 * 3.14159265358979323846 * r +
-                        3.14159265358979323846 * c;
-            pts[2 * k] = (float)(r * cos(th));
-            pts[2 * k + 1] = (float)(r * sin(th));
-            labels[k] = c;
-        }
+    tt_make_spirals(pts, labels);
     tm_tensor *hx = tm_from_buffer(pts, (int64_t[]){TT_SP_N, 2}, 2, TM_F32);
     tm_tensor *hy = tm_from_buffer(labels, (int64_t[]){TT_SP_N}, 1, TM_I64);
     *x = hx ? tm_to(hx, dev) : NULL;

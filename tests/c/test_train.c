@@ -9,6 +9,7 @@
  * a wrong gradient anywhere in the chain does.
  */
 #include "harness.h"
+#include "spirals.h"
 
 /* A two-layer perceptron: fc2(tanh(fc1(x))), or with a second hidden
  * layer fc3(tanh(fc2(tanh(fc1(x))))) when `deep`. */
@@ -131,34 +132,17 @@ TEST(train_xor_mlp_sgd_reaches_stated_mse)
     tm_free(y);
 }
 
-/* Two interleaved spirals, 1.5 turns each, 64 points per class. */
-enum { SP_PER = 64, SP_N = 2 * SP_PER };
-
-static void make_spirals(float *pts, int64_t *labels)
-{
-    for (int c = 0; c < 2; c++)
-        for (int i = 0; i < SP_PER; i++) {
-            int k = c * SP_PER + i;
-            double r = 0.1 + 0.9 * i / (SP_PER - 1.0);
-            double th = 3.0 * 3.14159265358979323846 * r +
-                        3.14159265358979323846 * c;
-            pts[2 * k] = (float)(r * cos(th));
-            pts[2 * k + 1] = (float)(r * sin(th));
-            labels[k] = c;
-        }
-}
-
 /* 2-16-16-2 tanh net, cross entropy, lr 1.0, 1500 full-batch steps: the
  * run reaches 100% training accuracy and CE 0.005 (seeds 13-17: the same
  * accuracy, CE 0.004-0.006); stated bounds: accuracy > 95%, CE < 0.05.
  * Small on purpose: it also runs under qemu (~4 s) and sanitizers. */
 TEST(train_two_spirals_mlp_sgd_reaches_stated_accuracy)
 {
-    static float pts[2 * SP_N];
-    static int64_t labels[SP_N];
-    make_spirals(pts, labels);
-    tm_tensor *x = tm_from_buffer(pts, (int64_t[]){SP_N, 2}, 2, TM_F32);
-    tm_tensor *y = tm_from_buffer(labels, (int64_t[]){SP_N}, 1, TM_I64);
+    static float pts[2 * TT_SP_N];
+    static int64_t labels[TT_SP_N];
+    tt_make_spirals(pts, labels);
+    tm_tensor *x = tm_from_buffer(pts, (int64_t[]){TT_SP_N, 2}, 2, TM_F32);
+    tm_tensor *y = tm_from_buffer(labels, (int64_t[]){TT_SP_N}, 1, TM_I64);
     net m;
     bool ok = net_init(&m, 2, 16, 2, true, 12);
     REQUIRE(x && y);
