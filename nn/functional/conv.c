@@ -160,7 +160,7 @@ tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
     /* The temporaries below are internal: nothing of them is recorded. */
     bool prev = tm_no_grad_begin();
     /* on x's device; the entry writes every element */
-    yc = tm__tensor_new(__func__, shape, 4, dt, x->storage->device);
+    yc = tm__tensor_new(__func__, shape, 4, dt, tm_device_of(x));
     if (!yc) goto fail;
     if (tm_numel(yc) > 0) {
         xc = cv_dense(x, dt);

@@ -143,7 +143,7 @@ static tm_tensor *pl_pool(const char *fn, const tm_tensor *x,
     tm_dtype dt = x->dtype == TM_F64 ? TM_F64 : TM_F32;
     int64_t shape[4] = {x->shape[0], x->shape[1], q.oh, q.ow};
     bool prev = tm_no_grad_begin();
-    tm_device dev = x->storage->device;
+    tm_device dev = tm_device_of(x);
     yc = tm__tensor_new(fn, shape, 4, dt, dev);
     if (is_max && yc) ix = tm__tensor_new(fn, shape, 4, TM_I64, dev);
     if (!yc || (is_max && !ix)) goto fail;

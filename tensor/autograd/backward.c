@@ -64,7 +64,7 @@ static tm_tensor *tm__sc_zero(tm__scratch *s, const tm_tensor *like)
 {
     if (s->st) return NULL;
     return tm__sc_keep(s, tm__scalar_on("backward", 0, like->dtype,
-                                        like->storage->device));
+                                        tm_device_of(like)));
 }
 
 tm_tensor *tm__sc_pass(tm__scratch *s, const tm_tensor *cond,

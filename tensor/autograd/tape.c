@@ -266,10 +266,10 @@ tm_status tm_set_grad(tm_tensor *t, tm_tensor *grad)
                       tm_describe(grad, a, sizeof a),
                       tm_describe(t, b, sizeof b));
     }
-    if (!tm_device_eq(grad->storage->device, t->storage->device))
+    if (!tm_device_eq(tm_device_of(grad), tm_device_of(t)))
         return TM_ERR(TM_EDEVICE, "grad is on %s, the tensor on %s",
-                      tm_device_name(grad->storage->device),
-                      tm_device_name(t->storage->device));
+                      tm_device_name(tm_device_of(grad)),
+                      tm_device_name(tm_device_of(t)));
     tm_retain(grad);
     tm_free(m->box->grad);
     m->box->grad = grad;

@@ -18,7 +18,7 @@ static tm_tensor *tm__copy_as(const char *fn, const tm_tensor *t, tm_dtype dt,
                               const char *name)
 {
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, dt,
-                                  t->storage->device);
+                                  tm_device_of(t));
     if (o && tm__copy_into(fn, o, t)) {
         tm_free(o);
         return NULL;
@@ -68,7 +68,7 @@ tm_status tm__transfer(const char *fn, tm_tensor *o, const tm_tensor *c)
 tm_tensor *tm_to(const tm_tensor *t, tm_device dev)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
-    tm_device from = t->storage->device;
+    tm_device from = tm_device_of(t);
     if (tm_device_eq(from, dev)) return tm_retain((tm_tensor *)t);
     bool prev = tm_no_grad_begin(); /* the copy is part of this node */
     tm_tensor *c = tm_contiguous(t);

@@ -64,28 +64,28 @@ tm_tensor *tm_empty_like(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     return tm__tensor_new(__func__, t->shape, t->ndim, t->dtype,
-                          t->storage->device);
+                          tm_device_of(t));
 }
 
 tm_tensor *tm_zeros_like(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     return tm__full(__func__, t->shape, t->ndim, 0.0, t->dtype,
-                    t->storage->device);
+                    tm_device_of(t));
 }
 
 tm_tensor *tm_ones_like(const tm_tensor *t)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     return tm__full(__func__, t->shape, t->ndim, 1.0, t->dtype,
-                    t->storage->device);
+                    tm_device_of(t));
 }
 
 tm_tensor *tm_full_like(const tm_tensor *t, double value)
 {
     if (tm__check_tensor(__func__, t, "tensor")) return NULL;
     return tm__full(__func__, t->shape, t->ndim, value, t->dtype,
-                    t->storage->device);
+                    tm_device_of(t));
 }
 
 /* A new CPU tensor of `shape` holding sequence `kind` (backend.h). */

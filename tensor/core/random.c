@@ -84,7 +84,7 @@ static tm_status tm__random_fill(const char *fn, tm_tensor *t, int kind,
     tm_tensor *tmp = NULL, *dst = t, *host = NULL;
     if (!tm_is_contiguous(t)) {
         tmp = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
-                             t->storage->device);
+                             tm_device_of(t));
         if (!tmp) return tm_last_status();
         dst = tmp;
     }

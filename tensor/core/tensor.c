@@ -27,7 +27,6 @@ static tm_storage *tm__storage_new(const char *fn, size_t nbytes,
     tm_storage *s = tm__storage_alloc(fn);
     if (!s) return NULL;
     s->nbytes = nbytes;
-    s->device = dev;
     s->ctx = cx;
     if (dev.type == TM_DEVICE_CPU) {
         s->kind = TM_STORAGE_OWNED;
@@ -61,7 +60,6 @@ tm_storage *tm_storage_wrap(void *data, size_t nbytes, tm_storage_kind kind,
     s->handle = data;
     s->nbytes = nbytes;
     s->kind = kind;
-    s->device = TM_CPU;
     s->ctx = tm__cpu_ctx();
     s->release = release;
     s->user = user;
@@ -219,12 +217,12 @@ tm_status tm__check_same_device(const char *fn, const tm_tensor *const *ts,
     for (int i = 0; i < n; i++) {
         if (!ts[i]) continue;
         if (!first) first = ts[i];
-        else if (!tm_device_eq(ts[i]->storage->device,
-                              first->storage->device))
+        else if (!tm_device_eq(tm_device_of(ts[i]),
+                              tm_device_of(first)))
             return tm__errf(TM_EDEVICE, fn,
                             "tensors are on different devices (%s and %s)",
-                            tm_device_name(first->storage->device),
-                            tm_device_name(ts[i]->storage->device));
+                            tm_device_name(tm_device_of(first)),
+                            tm_device_name(tm_device_of(ts[i])));
     }
     return TM_OK;
 }
@@ -403,7 +401,7 @@ tm_dtype tm_dtype_of(const tm_tensor *t) { return t ? t->dtype : TM_F32; }
 
 tm_device tm_device_of(const tm_tensor *t)
 {
-    return t ? t->storage->device : TM_CPU;
+    return t ? t->storage->ctx->device : TM_CPU;
 }
 
 void *tm_data(const tm_tensor *t)
@@ -412,7 +410,7 @@ void *tm_data(const tm_tensor *t)
     if (!tm__on_cpu(t)) {
         TM_ERR(TM_EDEVICE, "tensor is on %s, whose memory the host cannot "
                "read: copy it with tm_to(t, TM_CPU) first",
-               tm_device_name(t->storage->device));
+               tm_device_name(tm_device_of(t)));
         return NULL;
     }
     return (char *)t->storage->handle +

@@ -42,7 +42,6 @@ struct tm_storage {
     void *handle;  /* backend handle; the address on the CPU */
     size_t nbytes;
     tm_storage_kind kind;
-    tm_device device;
     tm_ctx *ctx;   /* the device's context (never closed while used) */
     size_t block;  /* DEVICE: the allocator block's size */
     tm_release_fn release; /* BORROWED / MAPPED: called with (data, user) */
@@ -113,7 +112,7 @@ static inline tm_ctx *tm__ctx(const tm_tensor *t) { return t->storage->ctx; }
 tm_ctx *tm__cpu_ctx(void);
 static inline bool tm__on_cpu(const tm_tensor *t)
 {
-    return t->storage->device.type == TM_DEVICE_CPU;
+    return t->storage->ctx->device.type == TM_DEVICE_CPU;
 }
 /* Calls entry `e` of ctx's backend with (ctx, ...), or fails with
  * TM_EUNSUPPORTED naming the device and the entry when it has none. */

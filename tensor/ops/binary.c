@@ -106,7 +106,7 @@ static tm_tensor *tm__binary_new(const char *fn, tm_binary_op op,
     tm_tensor *ta = NULL, *tb = NULL, *out = NULL;
     if (tm__round_operand(fn, a, pt, &ta) || tm__round_operand(fn, b, pt, &tb))
         goto done;
-    out = tm__tensor_new(fn, shape, nd, rdt, a->storage->device);
+    out = tm__tensor_new(fn, shape, nd, rdt, tm_device_of(a));
     if (!out) goto done;
     tm_buf o = tm__buf(out), ab = tm__buf_bcast(ta ? ta : a, shape, nd),
            bb = tm__buf_bcast(tb ? tb : b, shape, nd);
@@ -153,7 +153,7 @@ static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
 {
     if (tm__check_op(fn, op) || tm__check_operand(fn, t, "a")) return NULL;
     tm_dtype sdt, pt = tm__wrapped_dtype(t->dtype, s, &sdt);
-    tm_tensor *st = tm__scalar_on(fn, s, sdt, t->storage->device);
+    tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(t));
     if (!st) return NULL;
     tm_tensor *out = rev ? tm__binary_new(fn, op, st, t, pt)
                          : tm__binary_new(fn, op, t, st, pt);
@@ -256,7 +256,7 @@ static tm_status tm__binary_scalar_(const char *fn, tm_binary_op op,
     if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a"))
         return tm_last_status();
     tm_dtype sdt, pt = tm__wrapped_dtype(a->dtype, s, &sdt);
-    tm_tensor *st = tm__scalar_on(fn, s, sdt, a->storage->device);
+    tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(a));
     if (!st) return tm_last_status();
     tm_status r = tm__binary_inplace(fn, op, a, st, pt);
     tm_free(st);

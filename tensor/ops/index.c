@@ -51,7 +51,7 @@ tm_tensor *tm_gather(const tm_tensor *t, int dim, const tm_tensor *index)
     if (tm__check_gather_args(__func__, t, dim, index, &d)) return NULL;
     tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, index->shape, index->ndim,
-                                    t->dtype, t->storage->device);
+                                    t->dtype, tm_device_of(t));
     if (!out) return NULL;
     if (tm_numel(out) > 0) {
         tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
@@ -117,7 +117,7 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
     if (src && tm__may_overlap(dst, src) && !(srcc = tm_clone(src)))
         goto fail;
     if (!src) {
-        val = tm__tensor_new(fn, NULL, 0, dst->dtype, dst->storage->device);
+        val = tm__tensor_new(fn, NULL, 0, dst->dtype, tm_device_of(dst));
         if (!val) goto fail;
         tm_buf vb = tm__buf(val);
         if ((st = TM__CALL(fn, cx, fill, &vb, value))) goto done;
@@ -161,7 +161,7 @@ static tm_tensor *tm__scatter_copy(const char *fn, const tm_tensor *t,
     int d;
     if (tm__check_gather_args(fn, t, dim, index, &d)) return NULL;
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (!out) return NULL;
     tm_ctx *cx = tm__ctx(t);
     tm_buf o = tm__buf(out), in = tm__buf(t);
@@ -241,7 +241,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     if (t->ndim) shape[d] = len;
     tm_tensor *out = tm__tensor_new(__func__, shape, t->ndim, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (!out) return NULL;
     if (tm_numel(out) > 0) {
         tm_buf o = tm__buf(out), in = tm__buf(t), ix = tm__buf(index);
@@ -326,7 +326,7 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
     memcpy(shape, index->shape, sizeof(int64_t) * (size_t)index->ndim);
     shape[index->ndim] = num_classes;
     out = tm__tensor_new(__func__, shape, index->ndim + 1, TM_I64,
-                         index->storage->device);
+                         tm_device_of(index));
     if (!out) goto fail;
     tm_buf o = tm__buf(out);
     if (TM__CALL(__func__, cx, fill, &o, 0.0)) goto fail;
@@ -338,7 +338,7 @@ tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
         ib.strides[ib.ndim] = 1;
         ib.ndim++;
         tm_tensor *src = tm__tensor_new(__func__, NULL, 0, TM_I64,
-                                        index->storage->device);
+                                        tm_device_of(index));
         if (!src) goto fail;
         tm_buf s0 = tm__buf(src);
         tm_status st = TM__CALL(__func__, cx, fill, &s0, 1.0);

@@ -94,7 +94,7 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     int ond = nbd;
     if (!a1) shape[ond++] = m;
     if (!b1) shape[ond++] = n;
-    out = tm__tensor_new(__func__, shape, ond, dt, a->storage->device);
+    out = tm__tensor_new(__func__, shape, ond, dt, tm_device_of(a));
     if (!out) return NULL;
     if (tm_numel(out) == 0) goto done;
 
@@ -293,7 +293,7 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
     int64_t shape[TM_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[x->ndim - 1] = out;
-    y = tm__tensor_new(__func__, shape, x->ndim, x->dtype, x->storage->device);
+    y = tm__tensor_new(__func__, shape, x->ndim, x->dtype, tm_device_of(x));
     if (!y) return NULL;
     if (tm_numel(y) == 0) goto done;
     tm_ctx *cx = tm__ctx(y);

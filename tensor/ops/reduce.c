@@ -133,7 +133,7 @@ static tm_tensor *tm__reduce(const char *fn, tm_reduce_op op,
     memset(&in, 0, sizeof in);
     tm__reduce_geometry(t, red, keepdim, shape, &nd, &in, &nred);
     tm_tensor *o = tm__tensor_new(fn, shape, nd, tm__reduce_dtype(op, t->dtype),
-                                  t->storage->device);
+                                  tm_device_of(t));
     if (!o) return NULL;
     tm_buf ob = tm__squeezed_buf(o, in.shape, t->ndim - nred);
     tm__stage sg = {0};
@@ -229,10 +229,10 @@ static tm_status tm__arg_reduce(const char *fn, bool is_max,
         in.shape[0] = 1;
         in.strides[0] = 0;
     }
-    i = tm__tensor_new(fn, shape, nd, TM_I64, src->storage->device);
+    i = tm__tensor_new(fn, shape, nd, TM_I64, tm_device_of(src));
     if (!i) goto fail;
     if (val) {
-        v = tm__tensor_new(fn, shape, nd, src->dtype, src->storage->device);
+        v = tm__tensor_new(fn, shape, nd, src->dtype, tm_device_of(src));
         if (!v) goto fail;
     }
     tm_buf ib = tm__squeezed_buf(i, in.shape, in.ndim - 1), vb = ib;
@@ -328,7 +328,7 @@ tm_tensor *tm_cumsum(const tm_tensor *t, int dim)
     tm_ctx *cx = tm__ctx(t);
     tm_dtype odt = tm_dtype_is_float(t->dtype) ? t->dtype : TM_I64;
     tm_tensor *o = tm__tensor_new(__func__, t->shape, t->ndim, odt,
-                                  t->storage->device);
+                                  tm_device_of(t));
     if (!o) return NULL;
     tm_buf ob = tm__buf(o), ib = tm__buf(t);
     if (t->ndim == 0) { /* one element along a size-1 dim */

@@ -41,7 +41,7 @@ static tm_tensor *tm__softmax(const char *fn, const tm_tensor *t, int dim,
         return NULL;
     tm_ctx *cx = tm__ctx(t);
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
-                                  t->storage->device);
+                                  tm_device_of(t));
     if (!o) return NULL;
     if (tm_numel(o) == 0) goto done;
     tm_buf ob = tm__buf(o), ib = tm__buf(t);
@@ -119,7 +119,7 @@ static tm_tensor *tm__norm(const char *fn, const tm_tensor *x,
     if (tm__check_same_device(fn, ts, 3)) return NULL;
     tm_ctx *cx = tm__ctx(x);
     tm_tensor *o = tm__tensor_new(fn, x->shape, x->ndim, x->dtype,
-                                  x->storage->device);
+                                  tm_device_of(x));
     if (!o) return NULL;
     if (tm_numel(o) == 0) goto done;
     tm_buf ob = tm__buf(o), ib = tm__buf(x), wb, bb;

@@ -64,7 +64,7 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
         if (!tm__legacy_empty(ts[i])) ref = i;
     if (ref < 0) /* only [0] tensors: an empty [0] result */
         return tm__grad_cat(tm__tensor_new(__func__, (int64_t[]){0}, 1, dt,
-                                           ts[0]->storage->device),
+                                           tm_device_of(ts[0])),
                             ts, n, 0);
     const tm_tensor *r = ts[ref];
     int d;
@@ -106,7 +106,7 @@ tm_tensor *tm_cat(tm_tensor *const *ts, int n, int dim)
     memcpy(shape, r->shape, sizeof(int64_t) * (size_t)r->ndim);
     shape[d] = total;
     tm_tensor *out = tm__tensor_new(__func__, shape, r->ndim, dt,
-                                    r->storage->device);
+                                    tm_device_of(r));
     if (!out) return NULL;
     int64_t off = 0;
     for (int i = 0; i < n; i++) {
@@ -157,7 +157,7 @@ tm_tensor *tm_stack(tm_tensor *const *ts, int n, int dim)
         if (i < r->ndim) shape[k++] = r->shape[i];
     }
     tm_tensor *out = tm__tensor_new(__func__, shape, r->ndim + 1, dt,
-                                    r->storage->device);
+                                    tm_device_of(r));
     if (!out) return NULL;
     for (int i = 0; i < n && tm_numel(out) > 0; i++) {
         /* out selected at i along d: drop dim d from a window */
@@ -319,7 +319,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
     }
     tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, shape, nd, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (!out) return NULL;
     tm_buf o = tm__buf(out), src = tm__buf(t), dst = o;
     int64_t es = (int64_t)tm_dtype_size(t->dtype);
@@ -378,7 +378,7 @@ tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
     }
     tm_ctx *cx = tm__ctx(t);
     tm_tensor *out = tm__tensor_new(__func__, shape, nrep, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (!out) return NULL;
     if (tm_numel(out) == 0)
         return tm__grad_repeat(out, t, repeats, nrep);

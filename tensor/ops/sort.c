@@ -47,7 +47,7 @@ static tm_status tm__sort(const char *fn, const tm_tensor *t, int dim,
     if (!tm_dtype_is_valid(t->dtype))
         return tm__errf(TM_EDTYPE, fn, "dtype %s is not supported",
                         tm_dtype_name(t->dtype));
-    tm_device dev = t->storage->device;
+    tm_device dev = tm_device_of(t);
     if (values && !(v = tm__tensor_new(fn, t->shape, t->ndim, t->dtype, dev)))
         goto fail;
     if (indices &&

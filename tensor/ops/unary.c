@@ -69,7 +69,7 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
     tm__saturate_bounds(op, rd, &p0, &p1);
     tm_ctx *cx = tm__ctx(t);
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, rd,
-                                  t->storage->device);
+                                  tm_device_of(t));
     if (!o) return NULL;
     if (tm_numel(o) > 0) {
         tm_buf ob = tm__buf(o), ib = tm__buf(t);

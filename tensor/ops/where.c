@@ -61,7 +61,7 @@ tm_tensor *tm_where(const tm_tensor *cond, const tm_tensor *a,
     }
     tm_tensor *out = tm__tensor_new(__func__, shape, nd,
                                     tm_promote_types(a->dtype, b->dtype),
-                                    a->storage->device);
+                                    tm_device_of(a));
     if (out && tm__where_into(__func__, out, cond, a, b)) {
         tm_free(out);
         return NULL;
@@ -106,7 +106,7 @@ static tm_status tm__masked_fill_into(const char *fn, tm_tensor *out,
                                       const tm_tensor *t,
                                       const tm_tensor *mask, double value)
 {
-    tm_tensor *v = tm__scalar_on(fn, value, t->dtype, t->storage->device);
+    tm_tensor *v = tm__scalar_on(fn, value, t->dtype, tm_device_of(t));
     if (!v) return tm_last_status();
     tm_status st = tm__where_into(fn, out, mask, v, t);
     tm_free(v);
@@ -119,7 +119,7 @@ tm_tensor *tm_masked_fill(const tm_tensor *t, const tm_tensor *mask,
     const tm_tensor *m = NULL;
     if (tm__masked_args(__func__, t, mask, &m)) return NULL;
     tm_tensor *out = tm__tensor_new(__func__, t->shape, t->ndim, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (out && tm__masked_fill_into(__func__, out, t, m, value)) {
         tm_free(out);
         out = NULL;
@@ -150,7 +150,7 @@ static tm_status tm__tri_into(const char *fn, tm_tensor *out,
 {
     int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
     tm_tensor *mask = tm__tensor_new(fn, (int64_t[]){rows, cols}, 2, TM_BOOL,
-                                     t->storage->device);
+                                     tm_device_of(t));
     if (!mask) return tm_last_status();
     tm_buf mb = tm__buf(mask);
     tm_seq_kind kind = upper ? TM_SEQ_TRIU : TM_SEQ_TRIL;
@@ -162,7 +162,7 @@ static tm_status tm__tri_into(const char *fn, tm_tensor *out,
         return tm_last_status();
     }
     tm_tensor *zero = mask ? tm__scalar_on(fn, 0, t->dtype,
-                                               t->storage->device)
+                                               tm_device_of(t))
                            : NULL;
     tm_status st = zero ? tm__where_into(fn, out, mask, t, zero)
                         : tm__relabel_error(fn, tm_last_status());
@@ -185,7 +185,7 @@ static tm_tensor *tm__tri(const char *fn, const tm_tensor *t, int64_t k,
 {
     if (tm__tri_check(fn, t)) return NULL;
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
-                                    t->storage->device);
+                                    tm_device_of(t));
     if (out && tm__tri_into(fn, out, t, k, upper)) {
         tm_free(out);
         return NULL;
