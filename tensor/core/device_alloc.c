@@ -100,7 +100,6 @@ void *tm__dev_alloc(const char *fn, tm_ctx *cx, size_t bytes, size_t *block)
     int cls = tm__dev_class(bytes, &sz);
     *block = sz;
     pthread_mutex_lock(&p->lock);
-    p->stats.allocs++;
     tm__dev_block *b = cls >= 0 ? p->free_list[cls] : NULL;
     if (b) {
         p->free_list[cls] = b->next;
@@ -120,15 +119,13 @@ void *tm__dev_alloc(const char *fn, tm_ctx *cx, size_t bytes, size_t *block)
         if (!h) {
             char why[256];
             snprintf(why, sizeof why, "%s", tm_last_error());
-            pthread_mutex_lock(&p->lock);
-            p->stats.allocs--;
-            pthread_mutex_unlock(&p->lock);
             tm__errf(TM_ENOMEM, fn, "out of memory on %s allocating %zu "
                      "bytes: %s", tm_device_name(cx->device), bytes, why);
             return NULL;
         }
     }
     pthread_mutex_lock(&p->lock);
+    p->stats.allocs++; /* successful allocations, as the host counts */
     p->stats.current_bytes += sz;
     if (p->stats.current_bytes > p->stats.peak_bytes)
         p->stats.peak_bytes = p->stats.current_bytes;
