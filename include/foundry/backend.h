@@ -124,15 +124,19 @@ typedef enum tm_seq_kind {
     TM_SEQ_TRIU      /* dst (2-D BOOL) [i, j] = j - i >= k */
 } tm_seq_kind;
 
-/* One 2-D convolution (1-D is H = KH = 1).  x is (N, C, H, W), weight
- * (OC, C/G, KH, KW), bias (OC), y (N, OC, OH, OW); output (oy, ox) reads
- * x[.., oy*SH - PH + i*DH, ox*SW - PW + j*DW] (0 outside x). */
+/* One convolution of up to 3 spatial dims (2-D has D = KD = OD = 1, SD =
+ * DD = 1, PD = 0; 1-D also has H = KH = OH = 1).  x is (N, C, D, H, W),
+ * weight (OC, C/G, KD, KH, KW), bias (OC), y (N, OC, OD, OH, OW); output
+ * (oz, oy, ox) reads x[.., oz*SD - PD + l*DD, oy*SH - PH + i*DH,
+ * ox*SW - PW + j*DW] (0 outside x). */
 typedef struct tm_conv_geom {
     int64_t n, c, h, w;
     int64_t oc, kh, kw;
     int64_t oh, ow;
     int64_t sh, sw, ph, pw, dh, dw; /* stride, padding, dilation */
     int64_t g;                      /* groups */
+    int64_t d, kd, od, sd, pd, dd;  /* depth: size, kernel, output, stride,
+                                       padding, dilation */
 } tm_conv_geom;
 
 /* One 2-D pooling: x is (P, H, W) with P = N*C planes, y (P, OH, OW);

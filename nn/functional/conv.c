@@ -81,7 +81,7 @@ static tm_status cv_geometry(const tm_tensor *x, const tm_tensor *w,
                         x->shape[3], w->shape[0], w->shape[2], w->shape[3],
                         0, 0, o->stride[0], o->stride[1], o->padding[0],
                         o->padding[1], o->dilation[0], o->dilation[1],
-                        o->groups};
+                        o->groups, 1, 1, 1, 1, 0, 1};
     if (q->c % q->g || q->oc % q->g)
         return tm__errf(TM_ESHAPE, fn, "input channels %lld and output "
                         "channels %lld must both be divisible by groups "
@@ -211,7 +211,8 @@ static tm_status conv_backward(tm__node *n, const tm_tensor *g,
     tm_conv_geom q = {ex->shape[0], ex->shape[1], ex->shape[2],
                       ex->shape[3], ew->shape[0], ew->shape[2],
                       ew->shape[3], tm_shape(g)[2], tm_shape(g)[3], p->sh,
-                      p->sw, p->ph, p->pw, p->dh, p->dw, p->g};
+                      p->sw, p->ph, p->pw, p->dh, p->dw, p->g,
+                      1, 1, 1, 1, 0, 1};
     tm_tensor *gc = tm__sc_keep(&s, cv_dense(g, dt));
     tm_tensor *wc = NULL, *xc = NULL, *dx = NULL, *dw = NULL, *db = NULL;
     if (want_dx) {
