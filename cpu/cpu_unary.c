@@ -158,6 +158,36 @@ static void tm__un_f32(int64_t n, void *out, const void *const *in, void *p)
     case TM_OP_LOG2:
         for (int64_t i = 0; i < n; i++) o[i] = log2f(a[i]);
         break;
+    case TM_OP_TAN:
+        for (int64_t i = 0; i < n; i++) o[i] = tanf(a[i]);
+        break;
+    case TM_OP_ASIN:
+        for (int64_t i = 0; i < n; i++) o[i] = asinf(a[i]);
+        break;
+    case TM_OP_ACOS:
+        for (int64_t i = 0; i < n; i++) o[i] = acosf(a[i]);
+        break;
+    case TM_OP_ATAN:
+        for (int64_t i = 0; i < n; i++) o[i] = atanf(a[i]);
+        break;
+    case TM_OP_SINH:
+        for (int64_t i = 0; i < n; i++) o[i] = sinhf(a[i]);
+        break;
+    case TM_OP_COSH:
+        for (int64_t i = 0; i < n; i++) o[i] = coshf(a[i]);
+        break;
+    case TM_OP_ASINH:
+        for (int64_t i = 0; i < n; i++) o[i] = asinhf(a[i]);
+        break;
+    case TM_OP_ACOSH:
+        for (int64_t i = 0; i < n; i++) o[i] = acoshf(a[i]);
+        break;
+    case TM_OP_ATANH:
+        for (int64_t i = 0; i < n; i++) o[i] = atanhf(a[i]);
+        break;
+    case TM_OP_LOG10:
+        for (int64_t i = 0; i < n; i++) o[i] = log10f(a[i]);
+        break;
     case TM_OP_CLAMP: {
         /* NaN bound: none.  NaN x fails both tests and stays NaN; lo > hi
          * gives hi, as min(max(x, lo), hi). */
@@ -282,6 +312,36 @@ static void tm__un_f64(int64_t n, void *out, const void *const *in, void *p)
         break;
     case TM_OP_LOG2:
         for (int64_t i = 0; i < n; i++) o[i] = log2(a[i]);
+        break;
+    case TM_OP_TAN:
+        for (int64_t i = 0; i < n; i++) o[i] = tan(a[i]);
+        break;
+    case TM_OP_ASIN:
+        for (int64_t i = 0; i < n; i++) o[i] = asin(a[i]);
+        break;
+    case TM_OP_ACOS:
+        for (int64_t i = 0; i < n; i++) o[i] = acos(a[i]);
+        break;
+    case TM_OP_ATAN:
+        for (int64_t i = 0; i < n; i++) o[i] = atan(a[i]);
+        break;
+    case TM_OP_SINH:
+        for (int64_t i = 0; i < n; i++) o[i] = sinh(a[i]);
+        break;
+    case TM_OP_COSH:
+        for (int64_t i = 0; i < n; i++) o[i] = cosh(a[i]);
+        break;
+    case TM_OP_ASINH:
+        for (int64_t i = 0; i < n; i++) o[i] = asinh(a[i]);
+        break;
+    case TM_OP_ACOSH:
+        for (int64_t i = 0; i < n; i++) o[i] = acosh(a[i]);
+        break;
+    case TM_OP_ATANH:
+        for (int64_t i = 0; i < n; i++) o[i] = atanh(a[i]);
+        break;
+    case TM_OP_LOG10:
+        for (int64_t i = 0; i < n; i++) o[i] = log10(a[i]);
         break;
     case TM_OP_CLAMP: {
         double lo = isnan(c->p0) ? -INFINITY : c->p0;

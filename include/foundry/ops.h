@@ -95,7 +95,17 @@ extern "C" {
     X(ISINF,       "isinf",       PRED,  BOOL,     NULL)                      \
     X(ISFINITE,    "isfinite",    PRED,  BOOL,     NULL)                      \
     X(CLAMP,       "clamp",       INT,   BOUNDS,   "ClampBackward")          \
-    X(EXP2,        "exp2",        FLOAT, FLOAT,    "Exp2Backward")
+    X(EXP2,        "exp2",        FLOAT, FLOAT,    "Exp2Backward")          \
+    X(TAN,         "tan",         FLOAT, FLOAT,    "TanBackward")         \
+    X(ASIN,        "asin",        FLOAT, FLOAT,    "AsinBackward")        \
+    X(ACOS,        "acos",        FLOAT, FLOAT,    "AcosBackward")        \
+    X(ATAN,        "atan",        FLOAT, FLOAT,    "AtanBackward")        \
+    X(SINH,        "sinh",        FLOAT, FLOAT,    "SinhBackward")        \
+    X(COSH,        "cosh",        FLOAT, FLOAT,    "CoshBackward")        \
+    X(ASINH,       "asinh",       FLOAT, FLOAT,    "AsinhBackward")       \
+    X(ACOSH,       "acosh",       FLOAT, FLOAT,    "AcoshBackward")       \
+    X(ATANH,       "atanh",       FLOAT, FLOAT,    "AtanhBackward")       \
+    X(LOG10,       "log10",       FLOAT, FLOAT,    "Log10Backward")
 
 #define TM_BINARY_OPS(X)                                                      \
     X(ADD,          "add",          INT,   SAME,    "AddBackward")            \
@@ -223,8 +233,9 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
  * log(1+exp(beta*x))/beta, and x where beta*x > threshold.
  * Result dtypes (PyTorch's rules):
  * - exp exp2 log log1p expm1 sqrt rsqrt sin cos tanh sigmoid gelu gelu_tanh
- *   silu softplus erf log2 reciprocal and leaky_relu: float inputs keep their
- *   dtype; integer and bool inputs give F32.
+ *   silu softplus erf log2 reciprocal leaky_relu tan asin acos atan sinh
+ *   cosh asinh acosh atanh and log10: float inputs keep their dtype;
+ *   integer and bool inputs give F32.
  * - neg abs sign relu square floor ceil round trunc keep every dtype (floor
  *   etc. are the identity on integers; integer neg/abs/square wrap, so
  *   abs(INT64_MIN) is INT64_MIN).  neg of BOOL is an error (TM_EDTYPE);
@@ -270,6 +281,19 @@ tm_tensor *tm_reciprocal(const tm_tensor *t);
 tm_tensor *tm_square(const tm_tensor *t);
 tm_tensor *tm_erf(const tm_tensor *t);
 tm_tensor *tm_log2(const tm_tensor *t);
+/* Trigonometric and hyperbolic functions and their inverses (radians; C99
+ * libm semantics: NaN outside asin/acos's [-1, 1], acosh's [1, inf) and
+ * atanh's [-1, 1], +-inf at atanh(+-1)), and the base-10 logarithm. */
+tm_tensor *tm_tan(const tm_tensor *t);
+tm_tensor *tm_asin(const tm_tensor *t);
+tm_tensor *tm_acos(const tm_tensor *t);
+tm_tensor *tm_atan(const tm_tensor *t);
+tm_tensor *tm_sinh(const tm_tensor *t);
+tm_tensor *tm_cosh(const tm_tensor *t);
+tm_tensor *tm_asinh(const tm_tensor *t);
+tm_tensor *tm_acosh(const tm_tensor *t);
+tm_tensor *tm_atanh(const tm_tensor *t);
+tm_tensor *tm_log10(const tm_tensor *t);
 
 /* ------------------------------------------------------------- reductions
  * `dims` lists `ndims` distinct dims to reduce (negative allowed); dims ==

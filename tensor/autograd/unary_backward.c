@@ -12,6 +12,7 @@
 #define SQRT1_2 0.70710678118654752440  /* 1/sqrt(2) */
 #define TWO_SQRTPI 1.12837916709551257390 /* 2/sqrt(pi) */
 #define LN2 0.69314718055994530942
+#define LN10 2.30258509299404568402
 
 /* The op and its parameters (p0, p1 as passed to the backend). */
 typedef struct { tm_unary_op op; double p0, p1; } unary_args;
@@ -28,7 +29,7 @@ static int unary_reads(tm_unary_op op)
     case TM_OP_EXP: case TM_OP_EXP2: case TM_OP_EXPM1: case TM_OP_SQRT:
     case TM_OP_RSQRT:
     case TM_OP_TANH: case TM_OP_SIGMOID: case TM_OP_RELU:
-    case TM_OP_RECIPROCAL:
+    case TM_OP_RECIPROCAL: case TM_OP_TAN:
         return READS_Y;
     default:
         return READS_X;
@@ -130,6 +131,36 @@ static tm_tensor *unary_grad(tm__scratch *s, const unary_args *p,
         return tm__sc_binary(s, TM_OP_MUL, g, t);
     case TM_OP_LOG2:
         t = tm__sc_scalar(s, TM_OP_MUL, x, LN2);
+        return tm__sc_binary(s, TM_OP_DIV, g, t);
+    case TM_OP_TAN: /* 1 + tan^2 */
+        t = tm__sc_scalar(s, TM_OP_ADD, tm__sc_unary(s, TM_OP_SQUARE, y), 1);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
+    case TM_OP_ASIN: /* 1 / sqrt(1 - x^2) */
+    case TM_OP_ACOS: /* -1 / sqrt(1 - x^2) */
+        t = tm__sc_rscalar(s, TM_OP_SUB, 1, tm__sc_unary(s, TM_OP_SQUARE, x));
+        t = tm__sc_unary(s, TM_OP_RSQRT, t);
+        if (p->op == TM_OP_ACOS) t = tm__sc_unary(s, TM_OP_NEG, t);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
+    case TM_OP_ATAN: /* 1 / (1 + x^2) */
+        t = tm__sc_scalar(s, TM_OP_ADD, tm__sc_unary(s, TM_OP_SQUARE, x), 1);
+        return tm__sc_binary(s, TM_OP_DIV, g, t);
+    case TM_OP_SINH:
+        t = tm__sc_unary(s, TM_OP_COSH, x);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
+    case TM_OP_COSH:
+        t = tm__sc_unary(s, TM_OP_SINH, x);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
+    case TM_OP_ASINH: /* 1 / sqrt(x^2 + 1) */
+    case TM_OP_ACOSH: /* 1 / sqrt(x^2 - 1) */
+        t = tm__sc_scalar(s, TM_OP_ADD, tm__sc_unary(s, TM_OP_SQUARE, x),
+                          p->op == TM_OP_ASINH ? 1 : -1);
+        t = tm__sc_unary(s, TM_OP_RSQRT, t);
+        return tm__sc_binary(s, TM_OP_MUL, g, t);
+    case TM_OP_ATANH: /* 1 / (1 - x^2) */
+        t = tm__sc_rscalar(s, TM_OP_SUB, 1, tm__sc_unary(s, TM_OP_SQUARE, x));
+        return tm__sc_binary(s, TM_OP_DIV, g, t);
+    case TM_OP_LOG10:
+        t = tm__sc_scalar(s, TM_OP_MUL, x, LN10);
         return tm__sc_binary(s, TM_OP_DIV, g, t);
     case TM_OP_CLAMP: {
         /* 1 on [lo, hi] (bounds included, as PyTorch), 0 outside; a NaN

@@ -17,7 +17,7 @@ const tm__op_info tm__reduce_ops[TM_REDUCE_OP_COUNT] = {
 /* Enum values are shared with backends and only ever appended: a changed
  * count means a row was added (append it last, and give every backend its
  * kernel) or removed (never). */
-_Static_assert(TM_UNARY_OP_COUNT == 33, "unary op table changed size");
+_Static_assert(TM_UNARY_OP_COUNT == 43, "unary op table changed size");
 _Static_assert(TM_BINARY_OP_COUNT == 18, "binary op table changed size");
 _Static_assert(TM_REDUCE_OP_COUNT == 11, "reduce op table changed size");
 

@@ -34,6 +34,16 @@ static const tt_unary_entry tt_unary_ops[] = {
     {"isinf", TM_OP_ISINF, tm_isinf},
     {"isfinite", TM_OP_ISFINITE, tm_isfinite},
     {"clamp", TM_OP_CLAMP, NULL},
+    {"tan", TM_OP_TAN, tm_tan},
+    {"asin", TM_OP_ASIN, tm_asin},
+    {"acos", TM_OP_ACOS, tm_acos},
+    {"atan", TM_OP_ATAN, tm_atan},
+    {"sinh", TM_OP_SINH, tm_sinh},
+    {"cosh", TM_OP_COSH, tm_cosh},
+    {"asinh", TM_OP_ASINH, tm_asinh},
+    {"acosh", TM_OP_ACOSH, tm_acosh},
+    {"atanh", TM_OP_ATANH, tm_atanh},
+    {"log10", TM_OP_LOG10, tm_log10},
 };
 
 /* op names: "<op>" calls the named function (tm_leaky_relu, tm_softplus,

@@ -21,7 +21,7 @@
 /* ----------------------------------------------------------- helpers */
 
 /* Domains that keep random inputs away from kinks and poles. */
-enum { D_ANY, D_POS, D_AWAY0, D_LO, D_HI };
+enum { D_ANY, D_POS, D_AWAY0, D_LO, D_HI, D_UNIT, D_GT1 };
 /* Leaf layouts: contiguous, transposed view, slice with step 2, 0-d. */
 enum { L_CONTIG, L_TRANS, L_STEP, L_0D, L_COUNT };
 static const char *const layout_names[L_COUNT] = {"contiguous", "transposed",
@@ -34,6 +34,9 @@ static double in_domain(double v, int dom)
     case D_AWAY0: return v >= 0 ? v + 0.3 : v - 0.3;
     case D_LO: return 0.3 * v - 0.6;
     case D_HI: return 0.3 * v + 0.6;
+    /* inside (-0.8, 0.8): away from asin's / atanh's edges and tan's poles */
+    case D_UNIT: return 0.8 * tanh(v);
+    case D_GT1: return fabs(v) + 1.5; /* acosh: away from its edge at 1 */
     default: return v;
     }
 }
@@ -181,6 +184,16 @@ static const ucase unary_cases[] = {
     {TM_OP_ERF, D_ANY, 0, 0, "erf"},
     {TM_OP_LOG2, D_POS, 0, 0, "log2"},
     {TM_OP_EXP2, D_ANY, 0, 0, "exp2"},
+    {TM_OP_TAN, D_UNIT, 0, 0, "tan"},
+    {TM_OP_ASIN, D_UNIT, 0, 0, "asin"},
+    {TM_OP_ACOS, D_UNIT, 0, 0, "acos"},
+    {TM_OP_ATAN, D_ANY, 0, 0, "atan"},
+    {TM_OP_SINH, D_ANY, 0, 0, "sinh"},
+    {TM_OP_COSH, D_ANY, 0, 0, "cosh"},
+    {TM_OP_ASINH, D_ANY, 0, 0, "asinh"},
+    {TM_OP_ACOSH, D_GT1, 0, 0, "acosh"},
+    {TM_OP_ATANH, D_UNIT, 0, 0, "atanh"},
+    {TM_OP_LOG10, D_POS, 0, 0, "log10"},
     {TM_OP_CLAMP, D_ANY, -0.5, 0.7, "clamp"},
     {TM_OP_CLAMP, D_ANY, -0.5, NAN, "clamp_min"},
     {TM_OP_CLAMP, D_ANY, NAN, 0.7, "clamp_max"},

@@ -461,7 +461,11 @@ def ref_unary(op, x, dt, p0, p1):
                  "silu": lambda z: z * sig(z), "floor": np.floor,
                  "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
                  "reciprocal": lambda z: 1 / z, "square": np.square,
-                 "erf": erf, "log2": np.log2, "exp2": np.exp2}[op](xf)
+                 "erf": erf, "log2": np.log2, "exp2": np.exp2,
+                 "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+                 "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+                 "asinh": np.arcsinh, "acosh": np.arccosh,
+                 "atanh": np.arctanh, "log10": np.log10}[op](xf)
     return cast(r, od), od
 
 

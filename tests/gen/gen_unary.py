@@ -1,5 +1,5 @@
 """Reference cases for the unary elementwise family (tests/c/test_unary.c):
-tm_neg ... tm_log2, tm_exp2, tm_leaky_relu, tm_softplus, tm_clamp, tm_unary and the
+tm_neg ... tm_log2, tm_exp2, tm_tan ... tm_log10, tm_leaky_relu, tm_softplus, tm_clamp, tm_unary and the
 in-place tm_unary_ / tm_clamp_.
 
 Expected values are computed by numpy (and math.erf / math.erfc) in float64
@@ -416,18 +416,48 @@ def main():
 
 # Ops added after the cases above were first written.  Each has its own
 # generator, so adding one leaves every earlier case's values as they are.
-LATER_FLOAT_OPS = {"exp2": (np.exp2, 33)}
+LATER_FLOAT_OPS = {"exp2": (np.exp2, 33), "tan": (np.tan, 34),
+                   "asin": (np.arcsin, 35), "acos": (np.arccos, 36),
+                   "atan": (np.arctan, 37), "sinh": (np.sinh, 38),
+                   "cosh": (np.cosh, 39), "asinh": (np.arcsinh, 40),
+                   "acosh": (np.arccosh, 41), "atanh": (np.arctanh, 42),
+                   "log10": (np.log10, 43)}
+
+# Fixed inputs per op: its domain's edges (NaN just outside), where it
+# overflows in f32 / f64, tiny x where it must not cancel.
+UNIT = [0.0, 0.5, -0.5, 1.0, -1.0, 0.999, -0.999, 1e-8, -1e-8, 1.5, -2.0]
+LATER_FIXED = {
+    # exact powers, both ends of f32's range (128 overflows, -149 is
+    # the last subnormal, -150 rounds to 0) and of f64's (1024)
+    "exp2": [0.0, 1.0, -1.0, 0.5, 10.0, -10.0, 127.0, 128.0, -126.0,
+             -149.0, -150.0, 1023.0, 1024.0, -1074.0],
+    "tan": [0.0, 0.785, -0.785, 1.0, 1.5, -1.5, 1.57, 10.0, -100.0, 1e-8],
+    "asin": UNIT, "acos": UNIT, "atanh": UNIT,
+    "atan": [0.0, 1.0, -1.0, 10.0, -10.0, 1e10, -1e10, 1e-8, 1e300],
+    # f32 overflows past ~89.4, f64 past ~710.5
+    "sinh": [0.0, 1.0, -1.0, 10.0, -10.0, 88.0, -89.5, 700.0, -711.0,
+             1e-8],
+    "cosh": [0.0, 1.0, -1.0, 10.0, -10.0, 88.0, -89.5, 700.0, -711.0,
+             1e-8],
+    "asinh": [0.0, 1.0, -1.0, 1e-8, -1e-8, 1e10, -1e10, 1e300, -1e300],
+    "acosh": [1.0, 1.0000001, 2.0, 10.0, 1e10, 1e300, 0.5, -1.0, 0.0],
+    "log10": [1.0, 10.0, 100.0, 0.1, 1e-30, 1e30, 1e300, 1e-310, 0.0,
+              -1.0],
+}
 
 
 def later_ops():
     cases = []
     for op, (f, seed) in LATER_FLOAT_OPS.items():
         orng = np.random.default_rng(seed)
-        # exact powers, both ends of f32's range (128 overflows, -149 is
-        # the last subnormal, -150 rounds to 0) and of f64's (1024)
-        v = np.array([0.0, 1.0, -1.0, 0.5, 10.0, -10.0, 127.0, 128.0,
-                      -126.0, -149.0, -150.0, 1023.0, 1024.0, -1074.0] +
-                     list(orng.standard_normal(10) * 5) + SPECIAL)
+        r = orng.standard_normal(10)
+        if op in ("asin", "acos", "atanh"):
+            r = np.tanh(r)
+        elif op in ("acosh", "log10"):
+            r = 1.0 + np.exp(r * 2) if op == "acosh" else np.exp(r * 5)
+        else:
+            r = r * 5
+        v = np.array(LATER_FIXED[op] + list(r) + SPECIAL)
         for k, dt in enumerate(FLOATS):
             x = layout(v, dt, k + 1)
             c = Case(f"{op}_{dt}_l{(k + 1) % 4}", op, [x])
@@ -444,5 +474,6 @@ def later_ops():
 
 if __name__ == "__main__":
     # Casting results to f32/f16 overflows to inf on purpose (exp(100)).
-    with np.errstate(over="ignore"):
+    # Domain errors (asin(2), log10(-1)) give NaN on purpose too.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         main()

@@ -115,6 +115,29 @@ class _Elementwise:
                            _KEEP + " Integers wrap; bool gives int64."))
     erf = export(_unary("erf", lib.tm_erf, "The error function.", _FLOAT))
     log2 = export(_unary("log2", lib.tm_log2, "Base-2 logarithm.", _FLOAT))
+    log10 = export(_unary("log10", lib.tm_log10, "Base-10 logarithm.",
+                          _FLOAT))
+    tan = export(_unary("tan", lib.tm_tan, "Tangent (radians).", _FLOAT))
+    asin = arcsin = export("asin", "arcsin")(_unary(
+        "asin", lib.tm_asin, "Arcsine (also as arcsin); NaN outside "
+        "[-1, 1].", _FLOAT))
+    acos = arccos = export("acos", "arccos")(_unary(
+        "acos", lib.tm_acos, "Arccosine (also as arccos); NaN outside "
+        "[-1, 1].", _FLOAT))
+    atan = arctan = export("atan", "arctan")(_unary(
+        "atan", lib.tm_atan, "Arctangent (also as arctan).", _FLOAT))
+    sinh = export(_unary("sinh", lib.tm_sinh, "Hyperbolic sine.", _FLOAT))
+    cosh = export(_unary("cosh", lib.tm_cosh, "Hyperbolic cosine.",
+                         _FLOAT))
+    asinh = arcsinh = export("asinh", "arcsinh")(_unary(
+        "asinh", lib.tm_asinh, "Inverse hyperbolic sine (also as "
+        "arcsinh).", _FLOAT))
+    acosh = arccosh = export("acosh", "arccosh")(_unary(
+        "acosh", lib.tm_acosh, "Inverse hyperbolic cosine (also as "
+        "arccosh); NaN below 1.", _FLOAT))
+    atanh = arctanh = export("atanh", "arctanh")(_unary(
+        "atanh", lib.tm_atanh, "Inverse hyperbolic tangent (also as "
+        "arctanh); +-inf at +-1, NaN outside [-1, 1].", _FLOAT))
     isnan = export(_unary("isnan", lib.tm_isnan, "True where NaN.", _PRED))
     isinf = export(_unary("isinf", lib.tm_isinf, "True where +-inf.",
                           _PRED))
@@ -149,6 +172,16 @@ class _Elementwise:
     square_ = _unary_("square", lib.TM_OP_SQUARE)
     erf_ = _unary_("erf", lib.TM_OP_ERF)
     log2_ = _unary_("log2", lib.TM_OP_LOG2)
+    log10_ = _unary_("log10", lib.TM_OP_LOG10)
+    tan_ = _unary_("tan", lib.TM_OP_TAN)
+    asin_ = arcsin_ = _unary_("asin", lib.TM_OP_ASIN)
+    acos_ = arccos_ = _unary_("acos", lib.TM_OP_ACOS)
+    atan_ = arctan_ = _unary_("atan", lib.TM_OP_ATAN)
+    sinh_ = _unary_("sinh", lib.TM_OP_SINH)
+    cosh_ = _unary_("cosh", lib.TM_OP_COSH)
+    asinh_ = arcsinh_ = _unary_("asinh", lib.TM_OP_ASINH)
+    acosh_ = arccosh_ = _unary_("acosh", lib.TM_OP_ACOSH)
+    atanh_ = arctanh_ = _unary_("atanh", lib.TM_OP_ATANH)
     isnan_ = _unary_("isnan", lib.TM_OP_ISNAN)
     isinf_ = _unary_("isinf", lib.TM_OP_ISINF)
     isfinite_ = _unary_("isfinite", lib.TM_OP_ISFINITE)
