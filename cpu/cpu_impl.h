@@ -80,6 +80,9 @@ tm_status tm__red_cols(tm_reduce_op op, const tm_buf *out, const tm_buf *in,
 tm_status tm__cpu_arg_reduce(tm_ctx *ctx, bool is_max, const tm_buf *indices,
                              const tm_buf *values, const tm_buf *in);
 tm_status tm__cpu_cumsum(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim);
+tm_status tm__cpu_scan(tm_ctx *ctx, tm_scan_kind kind, const tm_buf *out,
+                       const tm_buf *indices, const tm_buf *in, int dim,
+                       bool reverse);
 tm_status tm__cpu_gemm(tm_ctx *ctx, const tm_buf *c, const tm_buf *a, const tm_buf *b,
                        double alpha, double beta);
 tm_status tm__cpu_softmax(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, bool log);

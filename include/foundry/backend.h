@@ -100,7 +100,7 @@ tm_ctx *tm_device_ctx(tm_device dev);
     X(POOL_BACKWARD, pool_backward) X(LOSS, loss)                             \
     X(LOSS_BACKWARD, loss_backward)                                           \
     X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
-    X(GRAD_NORM, grad_norm)
+    X(GRAD_NORM, grad_norm) X(SCAN, scan)
 
 typedef enum tm_entry {
 #define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
@@ -202,6 +202,15 @@ typedef struct tm_optim_update {
 typedef enum tm_norm_kind { TM_NORM_P, TM_NORM_L2, TM_NORM_L1, TM_NORM_INF }
     tm_norm_kind;
 
+/* The running operation of `scan`. */
+typedef enum tm_scan_kind {
+    TM_SCAN_SUM,      /* running sum */
+    TM_SCAN_PROD,     /* running product */
+    TM_SCAN_MAX,      /* running max, with the index where it was taken */
+    TM_SCAN_MIN,      /* running min, likewise */
+    TM_SCAN_LOGSUMEXP /* running log(sum(exp(x))) */
+} tm_scan_kind;
+
 /* ---------------------------------------------------------------- table */
 
 typedef struct tm_backend {
@@ -223,7 +232,8 @@ typedef struct tm_backend {
      * found have gone to tm_ctx_fail (NULL: the backend is synchronous). */
     void (*synchronize)(tm_ctx *ctx);
     /* Whether `entry` (with `op`: a tm_unary_op / tm_binary_op /
-     * tm_reduce_op / tm_seq_kind / tm_loss_kind / tm_update_kind, else 0)
+     * tm_reduce_op / tm_seq_kind / tm_loss_kind / tm_update_kind /
+     * tm_scan_kind, else 0)
      * runs on buffers of dtypes[0..n) — the entry's tm_buf parameters in
      * order, absent ones skipped.  NULL: every entry that is not NULL runs
      * every dtype the CPU runs.  `copy` must run every pair of dtypes. */
@@ -404,6 +414,22 @@ typedef struct tm_backend {
     tm_status (*grad_norm)(tm_ctx *ctx, const tm_buf *out,
                            const tm_buf *bufs, int n, tm_norm_kind kind,
                            double p);
+
+    /* ---- appended entries ---- */
+
+    /* Running `kind` along `dim`: out and in (and indices, I64, when
+     * present) have the same shape; `reverse` runs from the end of the
+     * dim to its start.  Sum and prod: out is I64 for integer and bool in
+     * (wrapping), else in's dtype, accumulated in F64 and rounded once per
+     * element.  Max and min: out is in's dtype; indices (may be absent)
+     * receive the position of the running extreme along dim, the latest
+     * on ties; a NaN is taken as soon as it is seen and kept (each later
+     * NaN moves the index).  Logsumexp: float dtypes only, log-add-exp of
+     * the running value and each element in F64 (no overflow; -inf with
+     * -inf stays -inf). */
+    tm_status (*scan)(tm_ctx *ctx, tm_scan_kind kind, const tm_buf *out,
+                      const tm_buf *indices, const tm_buf *in, int dim,
+                      bool reverse);
 } tm_backend;
 
 /* Registers the backend of a device type.  Checks abi_version and size

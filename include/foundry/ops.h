@@ -350,6 +350,21 @@ tm_status tm_min_dim(const tm_tensor *t, int dim, bool keepdim,
 /* Running sum along `dim`; integers and bool give I64 (wrapping); floats
  * accumulate in F64 and round each output once. */
 tm_tensor *tm_cumsum(const tm_tensor *t, int dim);
+/* Running product along `dim`, with cumsum's dtypes (integers and bool
+ * give I64, wrapping; floats accumulate in F64). */
+tm_tensor *tm_cumprod(const tm_tensor *t, int dim);
+/* Running max / min along `dim` and where each was taken: *values (t's
+ * dtype) and *indices (I64, may be NULL when not wanted) receive new
+ * references of t's shape (NULL on failure).  On ties the index is the
+ * latest position; a NaN, once seen, is the value from then on (its
+ * index that of the latest NaN), as in PyTorch. */
+tm_status tm_cummax(const tm_tensor *t, int dim, tm_tensor **values,
+                    tm_tensor **indices);
+tm_status tm_cummin(const tm_tensor *t, int dim, tm_tensor **values,
+                    tm_tensor **indices);
+/* Running log(sum(exp(x))) along `dim`, without overflow; float dtypes
+ * only (TM_EDTYPE otherwise), accumulated in F64. */
+tm_tensor *tm_logcumsumexp(const tm_tensor *t, int dim);
 
 /* ----------------------------------------------------------------- matmul
  * numpy semantics: 1-D x 1-D is a dot product (0-d result); 2-D x 2-D is a

@@ -89,6 +89,16 @@ tm_tensor *tm__grad_minmax_dim(tm_tensor *values, bool is_max,
                                const tm_tensor *indices);
 tm_tensor *tm__grad_cumsum(tm_tensor *out, const tm_tensor *t, int d);
 
+/* --------------------------------------------------------- ops/scan.c */
+
+/* out = cumprod / logcumsumexp of t along dim d (wrapped). */
+tm_tensor *tm__grad_cumprod(tm_tensor *out, const tm_tensor *t, int d);
+tm_tensor *tm__grad_logcumsumexp(tm_tensor *out, const tm_tensor *t, int d);
+/* values, indices = cummax (is_max) or cummin of t along dim d. */
+tm_tensor *tm__grad_cummax(tm_tensor *values, bool is_max,
+                           const tm_tensor *t, int d,
+                           const tm_tensor *indices);
+
 /* --------------------------------------------------------- ops/sort.c */
 
 /* values, indices = sort or topk of t along dim (`name` is the node's

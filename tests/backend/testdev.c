@@ -237,6 +237,9 @@ static tm_status tt_run(tt_job *j)
     case TM_ENTRY_GRAD_NORM:
         return c->grad_norm(x, &b[0], j->many, j->nmany,
                             (tm_norm_kind)j->op, j->d[0]);
+    case TM_ENTRY_SCAN:
+        return c->scan(x, (tm_scan_kind)j->op, &b[0], &b[1], &b[2],
+                       (int)j->k, j->flag);
     case TT_JOB_H2D:
         memcpy(b[0].handle, j->host, j->bytes);
         return TM_OK;
@@ -421,6 +424,17 @@ static tm_status tt_cumsum(tm_ctx *c, const tm_buf *out, const tm_buf *in,
     TT_NEW(TM_ENTRY_CUMSUM);
     j->k = dim;
     return TT_QUEUE(c, out, in);
+}
+
+static tm_status tt_scan(tm_ctx *c, tm_scan_kind kind, const tm_buf *out,
+                        const tm_buf *indices, const tm_buf *in, int dim,
+                        bool reverse)
+{
+    TT_NEW(TM_ENTRY_SCAN);
+    j->op = (int)kind;
+    j->k = dim;
+    j->flag = reverse;
+    return TT_QUEUE(c, out, indices, in);
 }
 
 static tm_status tt_gemm(tm_ctx *c, const tm_buf *cc, const tm_buf *a,
@@ -750,6 +764,7 @@ static void tt_build(void)
         TT_IF(random), TT_IF(conv), TT_IF(conv_backward), TT_IF(pool),
         TT_IF(pool_backward), TT_IF(loss), TT_IF(loss_backward),
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
+        TT_IF(scan),
 #undef TT_IF
     };
     tt_backend = b;

@@ -9,6 +9,7 @@ own file (every method declared there, with its docstring):
   _ops_arith.py   _Arithmetic   binary ops, operators, matmul
   _ops_unary.py   _Elementwise  unary ops, clamp, where
   _ops_reduce.py  _Reductions   reductions, sorting, softmax
+  _ops_scan.py    _Scans        cumprod, cummax, cummin, logcumsumexp
   _ops_shape.py   _Shape        shapes, views, split / cat
   _index.py       _Indexing     [] and gather / scatter
   _convert.py     _Conversion   to(), dtype casts, new_*, copy_ / fill_
@@ -28,6 +29,7 @@ from ._exports import export
 from ._index import _Indexing
 from ._ops_arith import _Arithmetic
 from ._ops_reduce import _Reductions
+from ._ops_scan import _Scans
 from ._ops_shape import _Shape
 from ._ops_unary import _Elementwise
 from ._random import _RandomFills
@@ -43,7 +45,7 @@ def _fits(g, p):
 
 
 class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
-             _Conversion, _RandomFills):
+             _Conversion, _RandomFills, _Scans):
     """An n-dimensional array on a device, with autograd.
 
     Tensor(data, dtype=None, requires_grad=False) copies data as
