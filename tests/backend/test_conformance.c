@@ -599,6 +599,7 @@ TEST(conformance_rows) { tt_conformance("rows.ref", tt_rows_dispatch); }
 TEST(conformance_shape) { tt_conformance("shape.ref", tt_shape_dispatch); }
 TEST(conformance_index) { tt_conformance("index.ref", tt_index_dispatch); }
 TEST(conformance_sort) { tt_conformance("sort.ref", tt_sort_dispatch); }
+TEST(conformance_scan) { tt_conformance("scan.ref", tt_scan_dispatch); }
 TEST(conformance_matmul) { tt_conformance("matmul.ref", tt_matmul_dispatch); }
 TEST(conformance_convert)
 {

@@ -29,6 +29,9 @@ tm_status tt_convert_dispatch(const tt_refcase *c, tm_tensor **got,
                               int *ngot);
 tm_status tt_random_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot);
 
+/* ref_dispatch_scan.c: cumprod, cummax, cummin, logcumsumexp (scan.ref). */
+tm_status tt_scan_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot);
+
 /* ref_dispatch_optim.c: "optim_step" (checked against the case's ulps
  * bound as well), "sched", "clip_norm", "clip_value". */
 tm_status tt_optim_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot);
