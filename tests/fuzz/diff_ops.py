@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: E402
                  RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
-                 promote, ref_binary, ref_reduce, ref_sort, ref_unary,
+                 promote, ref_binary, ref_reduce, ref_scan, ref_sort, ref_unary,
                  scalar_wrap, tensors)
 
 
@@ -752,10 +752,49 @@ def t_sort(ctx):
     outcheck(ctx, io[0], idx, "i64", op + " indices")
 
 
+def t_scan(ctx):
+    """cumprod, cummax, cummin, logcumsumexp along a random dim."""
+    rng = ctx.rng
+    dt = rdt(rng)
+    x = ctx.node(rshape(ctx), dt)
+    nd = x.v.ndim
+    op = str(rng.choice(["cumprod", "cummax", "cummin", "logcumsumexp"]))
+    dim = int(rng.integers(-nd, nd)) if nd else int(rng.choice([0, -1]))
+    ctx.log.append(f"x: {x.describe()}\n  op={op} dim={dim}")
+    try:
+        want, widx, od = ref_scan(op, x.v, dt, dim)
+    except ValueError:
+        want = None
+    if op in ("cummax", "cummin"):
+        vo, io = ffi.new("tm_tensor **"), ffi.new("tm_tensor **")
+        fn = ctx.lib.tm_cummax if op == "cummax" else ctx.lib.tm_cummin
+        st = fn(x.t, dim, vo, io)
+        if st != 0:
+            raise Mismatch(f"tm_{op} failed: {ctx.err()}")
+        outcheck(ctx, vo[0], want, od, f"tm_{op} values")
+        return outcheck(ctx, io[0], widx, "i64", f"tm_{op} indices")
+    h = getattr(ctx.lib, "tm_" + op)(x.t, dim)
+    if want is None:
+        ctx.own(h)
+        return ctx.expect_fail(h, "tm_" + op)
+    # cumprod: the same F64 products in the same order, rounded once;
+    # logcumsumexp: libm's log1p/exp against numpy's, a few F64 ulps of the
+    # running value per step
+    rt, at = 0.0, 0.0
+    if od in FLOATS:
+        rt = 2 * ULP[od]
+        if op == "logcumsumexp":
+            n = x.v.shape[dim] if nd else 1
+            fin = np.abs(want.astype(np.float64))
+            fin = fin[np.isfinite(fin)]
+            at = 4 * n * 2.0**-52 * (float(fin.max()) if fin.size else 0.0)
+    outcheck(ctx, h, want, od, "tm_" + op, rt, at)
+
+
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
-            "sort": (t_sort, 2)}
+            "sort": (t_sort, 2), "scan": (t_scan, 2)}
 
 
 def run_case(lib, seed, i, fams, verbose=False):

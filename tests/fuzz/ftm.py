@@ -540,3 +540,53 @@ def ref_sort(v, dt, dim, desc):
     idx = idx.reshape(m.shape)
     vals = np.take_along_axis(m, idx, -1)
     return np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+
+
+def _cumext(row, is_max):
+    """PyTorch's cummax/cummin rule on one line: the latest position wins
+    ties; a NaN is taken when seen and kept (each later NaN moves the
+    index)."""
+    vals = np.empty(len(row), row.dtype)
+    idx = np.empty(len(row), np.int64)
+    acc, at = None, 0
+    for i, x in enumerate(row):
+        isn = row.dtype.kind == "f" and np.isnan(x)
+        if acc is None or isn or (not (row.dtype.kind == "f" and np.isnan(acc))
+                                  and (x >= acc if is_max else x <= acc)):
+            acc, at = x, i
+        vals[i], idx[i] = acc, at
+    return vals, idx
+
+
+def ref_scan(op, v, dt, dim):
+    """cumprod / cummax / cummin / logcumsumexp of v along dim: (values,
+    indices or None, result dtype); ValueError where Foundry must fail."""
+    if op == "logcumsumexp" and dt not in FLOATS:
+        raise ValueError("logcumsumexp of integers")
+    w = v.reshape(1) if v.ndim == 0 else v
+    d = 0 if v.ndim == 0 else dim
+    fl = dt in FLOATS
+    x = w.astype(np.float64) if fl else w.astype(np.int64)
+    m = np.moveaxis(x, d, -1)
+    idx = None
+    with np.errstate(all="ignore"):
+        if op == "cumprod":
+            r = np.cumprod(m, axis=-1)
+            od = dt if fl else "i64"
+        elif op == "logcumsumexp":
+            r = np.logaddexp.accumulate(m, axis=-1) if m.size else m
+            od = dt
+        elif m.size == 0:
+            r, idx = m.copy(), np.zeros(v.shape, np.int64)
+            od = dt
+        else:
+            flat = m.reshape(-1, m.shape[-1])
+            r = np.empty_like(flat)
+            idx = np.empty(flat.shape, np.int64)
+            for k in range(flat.shape[0]):
+                r[k], idx[k] = _cumext(flat[k], op == "cummax")
+            r, idx = r.reshape(m.shape), idx.reshape(m.shape)
+            idx = np.moveaxis(idx, -1, d).reshape(v.shape)
+            od = dt
+    r = np.moveaxis(r, -1, d).reshape(v.shape)
+    return cast(r, od), idx, od
