@@ -219,3 +219,37 @@ TEST(grad_scans_f32_gradient_has_input_shape_and_dtype)
         tm_free(x);
     }
 }
+
+/* ------------------------------------------------- allocation failures */
+
+/* Every scan forward and backward, with a zero in cumprod's input so its
+ * gradient takes the zero branch too. */
+static tm_status scan_sequence(void)
+{
+    tm_tensor *t[10] = {0};
+    tm_status st = TM_OK;
+    double v[] = {1.5, 0, 2, -1, 0.5, 3, 2, 1, -2, 1, 0.25, 4};
+    if (!(t[0] = tt_tensor(v, (int64_t[]){3, 4}, 2, TM_F64)) ||
+        (st = tm_requires_grad_(t[0], true)))
+        goto fail;
+    if (!(t[1] = tm_cumprod(t[0], 1)) ||
+        (st = tm_cummax(t[0], 0, &t[2], &t[3])) ||
+        (st = tm_cummin(t[0], -1, &t[4], NULL)) ||
+        !(t[5] = tm_logcumsumexp(t[0], 0)) ||
+        !(t[6] = tm_add(t[1], t[2])) || !(t[7] = tm_add(t[4], t[5])) ||
+        !(t[8] = tm_add(t[6], t[7])) ||
+        !(t[9] = tm_sum(t[8], NULL, 0, false)))
+        goto fail;
+    st = tm_backward(t[9]);
+    goto done;
+fail:
+    if (!st) st = tm_last_status();
+done:
+    for (int i = 0; i < 10; i++) tm_free(t[i]);
+    return st;
+}
+
+TEST(scan_every_allocation_failure_is_clean)
+{
+    CHECK_EVERY_ALLOC_FAILURE(scan_sequence, 20);
+}
