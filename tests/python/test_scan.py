@@ -220,3 +220,18 @@ def test_std_mean_bad_arguments(tch):
         tch.std_mean(tch.tensor([1, 2]))
     with pytest.raises(ValueError, match="dim"):
         F.var_mean(F.ones(2, 2), 5)
+
+
+def test_cumprod_in_place_keeps_the_dtype_and_refuses_tracked_tensors(tch):
+    for dt in ("int32", "float32", "float64"):
+        a = np.array([[1, 2, 3], [4, -1, 2]]).astype(dt)
+        f, t = F.tensor(a), tch.tensor(a)
+        v = f[:, 1:]
+        assert v.cumprod_(1) is v
+        t[:, 1:].cumprod_(1)
+        same(f, t)
+    x = F.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError):
+        x.cumprod_(0)
+    with pytest.raises(RuntimeError):
+        tch.tensor([1.0, 2.0], requires_grad=True).cumprod_(0)

@@ -84,6 +84,14 @@ class _Scans:
         r = wrap(lib.tm_cumprod(t._p, operator.index(dim)))
         return r if dtype is None else r.to(dtype)
 
+    def cumprod_(self, dim, *, dtype=None):
+        """In-place cumprod: writes the running product (converted to
+        self's dtype) into self and returns self.
+
+        Refused for tensors autograd tracks, as every in-place method (see
+        docs/python.md, inplace=).  Mirrors torch.Tensor.cumprod_."""
+        return self.copy_(_Scans.cumprod(self, dim, dtype=dtype))
+
     @export
     def logcumsumexp(self, dim):
         """Running log(sum(exp(self))) along dim, without overflow.
