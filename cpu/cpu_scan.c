@@ -180,6 +180,8 @@ tm_status tm__cpu_scan(tm_ctx *ctx, tm_scan_kind kind, const tm_buf *out,
         return TM_ERR(TM_EDTYPE, "logsumexp scan of %s into %s: float "
                       "dtypes only", tm_dtype_name(in->dtype),
                       tm_dtype_name(out->dtype));
+    if (has_ix && kind != TM_SCAN_MAX && kind != TM_SCAN_MIN)
+        return TM_ERR(TM_EINVAL, "scan kind %d has no indices", (int)kind);
     if (has_ix && indices->dtype != TM_I64)
         return TM_ERR(TM_EDTYPE, "scan indices must be int64, not %s",
                       tm_dtype_name(indices->dtype));

@@ -104,10 +104,7 @@ static tm_status tm__cumextreme(const char *fn, bool is_max,
     tm_tensor *v = NULL, *ix = NULL;
     int d;
     if (indices) *indices = NULL;
-    if (!values) {
-        if (indices) tm__check_tensor(fn, t, "tensor");
-        return tm__errf(TM_EINVAL, fn, "values is NULL");
-    }
+    if (!values) return tm__errf(TM_EINVAL, fn, "values is NULL");
     tm_status st = tm__scan(fn, is_max ? TM_SCAN_MAX : TM_SCAN_MIN, t, dim,
                             false, &v, &ix, &d);
     *values = NULL;

@@ -220,6 +220,10 @@ def test_std_mean_bad_arguments(tch):
         tch.std_mean(tch.tensor([1, 2]))
     with pytest.raises(ValueError, match="dim"):
         F.var_mean(F.ones(2, 2), 5)
+    with pytest.raises(TypeError, match="Tensor"):
+        F.var_mean([1.0, 2.0])
+    with pytest.raises(TypeError):
+        tch.var_mean([1.0, 2.0])
 
 
 def test_cumprod_in_place_keeps_the_dtype_and_refuses_tracked_tensors(tch):

@@ -8,6 +8,7 @@ dim 0 or -1.  Results follow include/foundry/ops.h (tm_cumprod ...).
 import collections
 import operator
 
+from . import _tensor
 from ._base import named, wrap
 from ._c import check, error_class, ffi, lib
 from ._exports import export
@@ -38,6 +39,9 @@ def _moments(name, c_fn):
     (unbiased) forms."""
     def fn(input, dim=None, unbiased=None, keepdim=False, *,
            correction=None):
+        if not isinstance(input, _tensor.Tensor):
+            raise TypeError(f"{name}: input must be a Tensor, not "
+                            f"{type(input).__name__}")
         if isinstance(dim, bool):  # the (input, unbiased) form
             if unbiased is not None:
                 raise TypeError(f"{name}: unbiased given twice")
