@@ -423,3 +423,26 @@ def test_conv_padding_modes(tch, rng, mode):
             fm(foundry.zeros(1, 2, 5, 5))
         return
     _check_module(tch, rng, fm, tm, (2, 2, 5, 6))
+
+
+def test_conv_nd_on_the_test_device_matches_the_cpu(test_device, rng):
+    # the test device runs the CPU's entries on a worker thread, so the
+    # results must be bit-equal to the CPU's
+    for f, xs, ws, kw in (
+            (F.conv3d, (2, 2, 4, 3, 4), (4, 1, 2, 2, 3),
+             dict(stride=(1, 2, 1), padding="valid", groups=2)),
+            (F.conv1d, (2, 3, 7), (2, 3, 4), dict(padding="same")),
+            (F.conv_transpose3d, (1, 2, 2, 3, 2), (2, 3, 2, 2, 2),
+             dict(stride=2, output_padding=1)),
+            (F.conv_transpose1d, (2, 4, 5), (4, 1, 3),
+             dict(groups=2, dilation=2))):
+        cpu = [foundry.tensor(rng.standard_normal(s), requires_grad=True)
+               for s in (xs, ws)]
+        dev = [t.detach().to(test_device).requires_grad_(True) for t in cpu]
+        yc, yd = f(*cpu, **kw), f(*dev, **kw)
+        assert yd.device == test_device
+        assert yd.tolist() == yc.tolist()
+        yc.sum().backward()
+        yd.sum().backward()
+        for a, b in zip(cpu, dev):
+            assert b.grad.tolist() == a.grad.tolist()
