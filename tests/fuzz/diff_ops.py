@@ -24,6 +24,7 @@ Tolerances (|got - want| <= atol + rtol*|want|; integers and bool exact):
 - reductions: 2 ulp of the result dtype plus n * 2^-50 * sum|x| (f64
   accumulation order); var/std relative 1e-9 of the result + that term.
 - matmul: k * ulp(compute type) * (|a| @ |b|) + 1 ulp of the result dtype.
+- conv (diff_conv.py): the same with |x| conv |w| and k the terms of a sum.
 """
 import argparse
 import math
@@ -38,8 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: E402
                  RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
-                 promote, ref_binary, ref_conv, ref_reduce, ref_sort, ref_unary,
+                 promote, ref_binary, ref_reduce, ref_sort, ref_unary,
                  scalar_wrap, tensors)
+from diff_conv import t_conv  # noqa: E402
 
 
 def rdt(rng, pool=ALL):
@@ -441,69 +443,6 @@ def t_matmul(ctx):
     outcheck(ctx, h, cast(want, pt), pt, "tm_matmul", rt, at)
 
 
-# ------------------------------------------------------------ convolution
-
-def t_conv(ctx):
-    """tm_conv / tm_conv_transpose over 1-3 spatial dims on random views;
-    about 5% of the cases have groups that do not divide the channels
-    and must fail, and so must transposed outputs of size <= 0.  Tolerance as matmul's: K * ulp(compute) * (|x| conv
-    |w| + |b|) + 1 ulp of the result dtype (K = the terms of one sum)."""
-    rng = ctx.rng
-    dt = str(rng.choice(["f32", "f64", "f32", "f64", "f16", "bf16"]))
-    nd = int(rng.integers(1, 4))
-    tr = bool(rng.random() < 0.5)
-    g = int(rng.choice([1, 1, 2, 3]))
-    n = int(rng.integers(0, 3))
-    cin, cout = g * int(rng.integers(1, 3)), g * int(rng.integers(1, 3))
-    k = [int(rng.integers(1, 4)) for _ in range(nd)]
-    s = [int(rng.integers(1, 3)) for _ in range(nd)]
-    d = [int(rng.integers(1, 3)) for _ in range(nd)]
-    p = [int(rng.integers(0, 2)) for _ in range(nd)]
-    op = [int(rng.integers(0, max(s[i], d[i]))) for i in range(nd)]
-    size = [int(rng.integers(1, 5)) + (0 if tr else d[i] * (k[i] - 1))
-            for i in range(nd)]
-    bad_groups = rng.random() < 0.05
-    gg = g
-    if bad_groups:
-        gg = g + 1 if g > 1 else 2
-        if g == 1:
-            cin, cout = 3, 3
-    # a transposed output of size <= 0 must fail too
-    bad = bad_groups or (tr and any((size[i] - 1) * s[i] - 2 * p[i] +
-                                    d[i] * (k[i] - 1) + op[i] + 1 <= 0
-                                    for i in range(nd)))
-    ws = [cin, cout // g] + k if tr else [cout, cin // g] + k
-    x = ctx.node([n, cin] + size, dt, special=0)
-    w = ctx.node(ws, dt, special=0)
-    b = ctx.node([cout], dt, special=0) if rng.random() < 0.5 else None
-    ctx.log.append(f"{'transpose' if tr else 'conv'} nd={nd} groups={gg} "
-                   f"stride={s} padding={p} dilation={d} output_padding="
-                   f"{op}\nx: {x.describe()}\nw: {w.describe()}")
-    if tr:
-        o = lib.tm_conv_transpose_defaults()
-        o.output_padding = op + [0] * (3 - nd)
-    else:
-        o = lib.tm_conv_defaults()
-    o.stride, o.padding = s + [1] * (3 - nd), p + [0] * (3 - nd)
-    o.dilation, o.groups = d + [1] * (3 - nd), gg
-    opts = ffi.new("tm_conv_transpose_opts *" if tr else "tm_conv_opts *", o)
-    f = lib.tm_conv_transpose if tr else lib.tm_conv
-    h = f(x.t, w.t, b.t if b else NULL, nd, opts)
-    what = "tm_conv_transpose" if tr else "tm_conv"
-    if bad:
-        ctx.own(h)
-        return ctx.expect_fail(h, what)
-    X, W = cast(x.v, dt), cast(w.v, dt)
-    B = cast(b.v, dt) if b else None
-    want = ref_conv(X, W, B, s, p, d, g, tr, op)
-    mag = ref_conv(np.abs(X), np.abs(W), np.abs(B) if b else None, s, p, d,
-                   g, tr, op)
-    terms = (cin // g) * int(np.prod(k)) + 1
-    comp = "f64" if dt == "f64" else "f32"
-    outcheck(ctx, h, cast(want, dt), dt, what, ULP[dt],
-             terms * ULP[comp] * mag)
-
-
 # ------------------------------------------------------------ indexing
 
 def index_node(ctx, shape, size, bad=0.03):
@@ -818,7 +757,7 @@ def t_sort(ctx):
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
-            "sort": (t_sort, 2), "conv": (t_conv, 1)}
+            "sort": (t_sort, 2), "conv": (lambda ctx: t_conv(ctx, outcheck), 1)}
 
 
 def run_case(lib, seed, i, fams, verbose=False):
