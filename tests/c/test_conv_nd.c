@@ -283,6 +283,49 @@ TEST(grad_conv_nd_and_transpose_non_contiguous_x)
         if (CASES[i].nd >= 2) grad_case(i, true);
 }
 
+TEST(conv3d_and_transpose_same_bits_for_any_thread_count)
+{
+    /* big enough for im2col and col2im to split across threads */
+    tm_tensor *x = TT_LEAF(20, 2, 8, 10, 12, 11), *w = TT_LEAF(21, 6, 4, 3,
+                                                               3, 2);
+    REQUIRE(x && w);
+    tm_conv_opts o = tm_conv_defaults();
+    o.groups = 2, o.padding[0] = 1, o.stride[2] = 2;
+    tm_conv_transpose_opts t = tm_conv_transpose_defaults();
+    t.groups = 2, t.stride[1] = 2, t.output_padding[1] = 1;
+    tm_tensor *wt = TT_LEAF(22, 8, 3, 2, 3, 3);
+    REQUIRE(wt);
+    double *v[2][4] = {{NULL}};
+    int64_t nv[4] = {0};
+    for (int r = 0; r < 2; r++) {
+        tm_set_num_threads(r ? 3 : 1);
+        tm_tensor *y = tm_conv3d(x, w, NULL, &o);
+        tm_tensor *yt = tm_conv_transpose3d(x, wt, NULL, &t);
+        tm_tensor *l1 = y ? tm_sum(y, NULL, 0, false) : NULL;
+        tm_tensor *l2 = yt ? tm_sum(yt, NULL, 0, false) : NULL;
+        tm_tensor *l = l1 && l2 ? tm_add(l1, l2) : NULL;
+        if (l && !tm_backward(l)) {
+            const tm_tensor *all[4] = {y, yt, tm_grad(x), tm_grad(w)};
+            for (int k = 0; k < 4; k++) {
+                v[r][k] = values(all[k]);
+                nv[k] = tm_numel(all[k]);
+            }
+        }
+        tm_zero_grad(x), tm_zero_grad(w), tm_zero_grad(wt);
+        tm_free(y), tm_free(yt), tm_free(l1), tm_free(l2), tm_free(l);
+    }
+    tm_set_num_threads(0);
+    for (int k = 0; k < 4; k++) {
+        if (!v[0][k] || !v[1][k])
+            tt_fail(__FILE__, __LINE__, "runs failed: %s", tm_last_error());
+        else
+            CHECK(memcmp(v[0][k], v[1][k], sizeof(double) * (size_t)nv[k])
+                  == 0);
+        free(v[0][k]), free(v[1][k]);
+    }
+    tm_free(x), tm_free(w), tm_free(wt);
+}
+
 TEST(conv_nd_zero_batch_and_grad_names)
 {
     tm_tensor *x = TT_LEAF(1, 0, 2, 3, 3, 3), *w = TT_LEAF(2, 2, 3, 2, 2, 2);

@@ -410,6 +410,15 @@ def test_module_bad_arguments(tch):
             getattr(nn, name)(*args, **kw)
 
 
+def test_conv_transpose_module_refuses_string_padding_in_forward(tch):
+    fm = nn.ConvTranspose2d(2, 3, 3, padding="same")
+    tm = tch.nn.ConvTranspose2d(2, 3, 3, padding="same")
+    with pytest.raises(TypeError):
+        tm(tch.randn(1, 2, 4, 4))
+    with pytest.raises(TypeError):
+        fm(foundry.randn(1, 2, 4, 4))
+
+
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_conv_padding_modes(tch, rng, mode):
     # Conv*d pads with F.pad(mode) and then convolves unpadded, as torch;

@@ -157,9 +157,8 @@ class _ConvTranspose(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for '
                              f'{type(self).__name__}')
-        if isinstance(padding, str):
-            raise ValueError(f"{type(self).__name__}: padding must be an int "
-                             f"or a tuple of ints, not {padding!r}")
+        # a string padding is accepted here and refused by forward
+        # (TypeError), as torch
         super().__init__(in_channels, out_channels, kernel_size, stride,
                          padding, dilation, output_padding, groups, bias,
                          padding_mode, device, dtype)
