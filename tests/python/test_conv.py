@@ -18,6 +18,10 @@ import foundry.nn.functional as F
 
 TOL = {"float64": 1e-10, "float32": 1e-4}
 
+# torch warns that its 'same' padding copies the input for even kernels
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Using padding='same':UserWarning")
+
 
 def _pair_of(tch, rng, shape, dtype, noncontig=False):
     a = rng.standard_normal(shape)
