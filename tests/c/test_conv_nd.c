@@ -36,7 +36,7 @@ typedef struct ncase {
     tm_conv_pad_mode mode;
 } ncase;
 
-/* The last nd slots of v after `lead` leading sizes. */
+/* [a, b, the last nd slots of v] into shape; its rank. */
 static int shape_of(const ncase *q, int64_t a, int64_t b, const int64_t *v,
                     int64_t *shape)
 {
@@ -71,7 +71,7 @@ static void ref(const ncase *q, const double *x, const double *w,
                 const double *b, double *y, const int64_t *out,
                 const int64_t *pad)
 {
-    int64_t cout = q->transpose ? q->oc : q->oc, g = q->g;
+    int64_t cout = q->oc, g = q->g;
     int64_t cg = q->c / g, ocg = cout / g, L = prod3(out), X = prod3(q->in);
     int64_t K = prod3(q->k);
     for (int64_t i = 0; i < q->n * cout * L; i++)

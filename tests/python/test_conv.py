@@ -221,6 +221,7 @@ def _both_raise(tch, f, tf, exc=RuntimeError):
 
 
 BAD_CONV = [
+    ((), (3, 2, 3, 3), {}),                           # 0-d input
     ((5, 5), (3, 2, 3, 3), {}),                       # wrong input rank
     ((1, 1, 2, 5, 5), (3, 2, 3, 3), {}),
     ((1, 2, 5, 5), (3, 2, 3), {}),                    # wrong weight rank
