@@ -412,3 +412,51 @@ TEST(conv_nd_errors_name_the_problem)
     tm_free(x1), tm_free(w1), tm_free(x3), tm_free(w3), tm_free(w3c);
     tm_free(x2);
 }
+
+/* Forward and backward of an unbatched 'same' conv1d, a grouped conv3d
+ * and a transposed conv2d with bias (F64), then an F16 transposed conv. */
+static tm_status oom_sequence(void)
+{
+    tm_tensor *t[14] = {NULL};
+    tm_status st = TM_OK;
+    tm_conv_opts o = tm_conv_defaults();
+    o.pad_mode = TM_CONV_PAD_SAME;
+    tm_conv_opts o3 = tm_conv_defaults();
+    o3.groups = 2, o3.stride[1] = 2;
+    tm_conv_transpose_opts t2 = tm_conv_transpose_defaults();
+    t2.stride[0] = 2, t2.output_padding[0] = 1, t2.groups = 2;
+    if (!(t[0] = TT_LEAF(1, 2, 6)) || !(t[1] = TT_LEAF(2, 3, 2, 4)) ||
+        !(t[2] = TT_LEAF(3, 1, 4, 3, 4, 3)) ||
+        !(t[3] = TT_LEAF(4, 2, 2, 2, 2, 2)) ||
+        !(t[4] = TT_LEAF(5, 2, 4, 3, 3)) || !(t[5] = TT_LEAF(6, 4, 1, 2, 3)) ||
+        !(t[6] = TT_LEAF(7, 2)) || !(t[7] = tm_conv1d(t[0], t[1], NULL, &o)) ||
+        !(t[8] = tm_conv3d(t[2], t[3], NULL, &o3)) ||
+        !(t[9] = tm_conv_transpose2d(t[4], t[5], t[6], &t2)))
+        goto fail;
+    tm_tensor *ls[3] = {t[7], t[8], t[9]};
+    for (int i = 0; i < 3; i++) {
+        tm_tensor *l = tm_sum(ls[i], NULL, 0, false);
+        if (!l) goto fail;
+        st = tm_backward(l);
+        tm_free(l);
+        if (st) goto done;
+    }
+    bool prev = tm_no_grad_begin();
+    t[10] = tm_to_dtype(t[4], TM_F16);
+    t[11] = tm_to_dtype(t[5], TM_F16);
+    tm_no_grad_end(prev);
+    if (!t[10] || !t[11] ||
+        !(t[12] = tm_conv_transpose2d(t[10], t[11], NULL, &t2)))
+        goto fail;
+    goto done;
+fail:
+    st = tm_last_status();
+done:
+    for (int i = 0; i < 14; i++) tm_free(t[i]);
+    return st;
+}
+
+TEST(conv_nd_and_transpose_survive_every_allocation_failure)
+{
+    CHECK_EVERY_ALLOC_FAILURE(oom_sequence, 20);
+}
