@@ -6,7 +6,7 @@
  *
  * The loops are written once per element type in cpu_conv_tmpl.h.  Each
  * is split over the thread pool so that every output element has one
- * writer (im2col by rows of cols, col2im by input planes, the bias by
+ * writer (im2col by rows of cols, col2im by input volumes, the bias by
  * output rows / channels) and a fixed summation order. */
 #include "cpu_nn.h"
 
@@ -57,7 +57,7 @@ static int64_t conv_grain(int64_t per_item)
 void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
                      void *cols, int64_t nb, bool wide)
 {
-    int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
+    int64_t L = q->od * q->oh * q->ow, R = q->c * q->kd * q->kh * q->kw;
     conv_job jb = {q, x, cols, wide ? nb * L : L, wide ? L : R * L};
     tm__parallel_for(nb * R, conv_grain(L),
                      dt == TM_F64 ? conv_im2col_f64 : conv_im2col_f32, &jb);
@@ -66,9 +66,9 @@ void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
 void tm__conv_col2im(const tm_conv_geom *q, tm_dtype dt, const void *dcols,
                      void *dx, int64_t nb)
 {
-    int64_t L = q->oh * q->ow, R = q->c * q->kh * q->kw;
+    int64_t L = q->od * q->oh * q->ow, R = q->c * q->kd * q->kh * q->kw;
     conv_job jb = {q, dcols, dx, L, R * L};
-    tm__parallel_for(nb * q->c, conv_grain(q->kh * q->kw * L),
+    tm__parallel_for(nb * q->c, conv_grain(q->kd * q->kh * q->kw * L),
                      dt == TM_F64 ? conv_col2im_f64 : conv_col2im_f32, &jb);
 }
 
@@ -76,7 +76,7 @@ void tm__conv_bias_add(const tm_conv_geom *q, tm_dtype dt, void *y,
                        const void *bias)
 {
     conv_job jb = {q, bias, y, 0, 0};
-    tm__parallel_for(q->n * q->oc, conv_grain(q->oh * q->ow),
+    tm__parallel_for(q->n * q->oc, conv_grain(q->od * q->oh * q->ow),
                      dt == TM_F64 ? conv_bias_add_f64 : conv_bias_add_f32,
                      &jb);
 }
@@ -85,7 +85,8 @@ void tm__conv_bias_grad(const tm_conv_geom *q, tm_dtype dt, const void *g,
                         void *db)
 {
     conv_job jb = {q, g, db, 0, 0};
-    tm__parallel_for(q->oc, conv_grain(q->n * q->oh * q->ow),
+    tm__parallel_for(q->oc,
+                     conv_grain(q->n * q->od * q->oh * q->ow),
                      dt == TM_F64 ? conv_bias_grad_f64 : conv_bias_grad_f32,
                      &jb);
 }

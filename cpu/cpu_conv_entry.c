@@ -7,7 +7,8 @@
  * im2col scratch in L2), so each product is one GEMM call for the
  * whole chunk instead of one small GEMM per image (measured: 2x faster
  * for the 16->32 channel 3x3 layer of a 64-image MNIST batch).  With
- * K = C_in/groups * kH * kW, L = OH * OW and g the group:
+ * K = C_in/groups * kD * kH * kW, L = OD * OH * OW and g the group (2-D
+ * and 1-D convolutions are the D = KD = OD = 1 case, 1-D also H = 1):
  *   cols[b, g]  [K, L]        = im2col of image b
  *   y[b, g]     [C_out/G, L]  = w[g] · cols[b, g]    (batched over b, g;
  *                               w broadcast over b; y written in place)
@@ -16,7 +17,7 @@
  *   dw[g]      += G[g] · cols[g]ᵀ over the chunk: one product with the
  *                 chunk's images side by side ([C_out/G, B*L] · [B*L, K]),
  *                 G copied into that order (tm__conv_regroup)
- *   db = sum of G over N, OH, OW
+ *   db = sum of G over N, OD, OH, OW
  * The loops split their work so that every output element has one writer
  * and a fixed summation order, and the chunk size depends only on the
  * shapes, so results do not depend on the thread count.  The scratch
@@ -32,7 +33,7 @@
  * 6.1 ms at 2^17, 9.4 ms at 2^16 and below); at least one image. */
 static int64_t cv_chunk(const tm_conv_geom *q)
 {
-    int64_t per = q->c * q->kh * q->kw * q->oh * q->ow;
+    int64_t per = q->c * q->kd * q->kh * q->kw * q->od * q->oh * q->ow;
     int64_t b = per > 0 ? ((int64_t)1 << 17) / per : q->n;
     return b < 1 ? 1 : b > q->n ? q->n : b;
 }
@@ -104,9 +105,9 @@ tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
     const char *fn = "conv";
     tm_dtype dt = y->dtype;
     size_t es = tm_dtype_size(dt);
-    int64_t G = q->g, ocg = q->oc / G, L = q->oh * q->ow;
-    int64_t K = q->c / G * q->kh * q->kw, B = cv_chunk(q);
-    int64_t xn = q->c * q->h * q->w;
+    int64_t G = q->g, ocg = q->oc / G, L = q->od * q->oh * q->ow;
+    int64_t K = q->c / G * q->kd * q->kh * q->kw, B = cv_chunk(q);
+    int64_t xn = q->c * q->d * q->h * q->w;
     if (q->n == 0 || q->oc == 0 || L == 0) return TM_OK;
     tm_status st = TM_OK;
     void *cp = cv_scratch(fn, (int64_t[]){B, G, K, L}, 4, es);
@@ -143,8 +144,9 @@ tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
     bool want_db = dbias && dbias->handle;
     tm_dtype dt = g->dtype;
     size_t es = tm_dtype_size(dt);
-    int64_t G = q->g, ocg = q->oc / G, L = q->oh * q->ow;
-    int64_t K = q->c / G * q->kh * q->kw, xn = q->c * q->h * q->w;
+    int64_t G = q->g, ocg = q->oc / G, L = q->od * q->oh * q->ow;
+    int64_t K = q->c / G * q->kd * q->kh * q->kw;
+    int64_t xn = q->c * q->d * q->h * q->w;
     int64_t B = cv_chunk(q);
     void *cp = NULL, *gp = NULL;
     tm_status st = TM_OK;

@@ -36,66 +36,79 @@ static inline void CONV_FN(conv_add_row)(T *restrict dst,
     for (; l < n; l++) dst[l] += src[l];
 }
 
-/* Rows p = b * R + r (image b, row r of R = C*KH*KW) of cols. */
+/* Rows p = b * R + r (image b, row r of R = C*KD*KH*KW) of cols. */
 static void CONV_FN(conv_im2col)(int64_t p0, int64_t p1, void *vj)
 {
     const conv_job *jb = vj;
     const tm_conv_geom *q = jb->q;
-    int64_t R = q->c * q->kh * q->kw;
+    int64_t R = q->c * q->kd * q->kh * q->kw, hw = q->h * q->w;
     for (int64_t p = p0; p < p1; p++) {
         int64_t b = p / R, r = p % R;
         int64_t j = r % q->kw, i = (r / q->kw) % q->kh;
-        int64_t c = r / (q->kw * q->kh);
-        const T *xc = (const T *)jb->src + (b * q->c + c) * q->h * q->w;
+        int64_t l = (r / (q->kw * q->kh)) % q->kd;
+        int64_t c = r / (q->kw * q->kh * q->kd);
+        const T *xc = (const T *)jb->src + (b * q->c + c) * q->d * hw;
         T *row = (T *)jb->dst + r * jb->ld + b * jb->bs;
         int64_t x0 = j * q->dw - q->pw, lo, hi;
         conv_span(x0, q->sw, q->w, q->ow, &lo, &hi);
-        for (int64_t oy = 0; oy < q->oh; oy++) {
-            int64_t y = oy * q->sh - q->ph + i * q->dh;
-            T *o = row + oy * q->ow;
-            if (y < 0 || y >= q->h) {
-                for (int64_t ox = 0; ox < q->ow; ox++) o[ox] = 0;
-                continue;
+        for (int64_t oz = 0; oz < q->od; oz++) {
+            int64_t z = oz * q->sd - q->pd + l * q->dd;
+            for (int64_t oy = 0; oy < q->oh; oy++) {
+                int64_t y = oy * q->sh - q->ph + i * q->dh;
+                T *o = row + (oz * q->oh + oy) * q->ow;
+                if (z < 0 || z >= q->d || y < 0 || y >= q->h) {
+                    for (int64_t ox = 0; ox < q->ow; ox++) o[ox] = 0;
+                    continue;
+                }
+                const T *xr = xc + z * hw + y * q->w + x0;
+                for (int64_t ox = 0; ox < lo; ox++) o[ox] = 0;
+                /* unit stride as its own loop: a plain copy, vectorized */
+                if (q->sw == 1)
+                    for (int64_t ox = lo; ox < hi; ox++) o[ox] = xr[ox];
+                else
+                    for (int64_t ox = lo; ox < hi; ox++)
+                        o[ox] = xr[ox * q->sw];
+                for (int64_t ox = hi; ox < q->ow; ox++) o[ox] = 0;
             }
-            const T *xr = xc + y * q->w + x0;
-            for (int64_t ox = 0; ox < lo; ox++) o[ox] = 0;
-            /* unit stride as its own loop: a plain copy, vectorized */
-            if (q->sw == 1)
-                for (int64_t ox = lo; ox < hi; ox++) o[ox] = xr[ox];
-            else
-                for (int64_t ox = lo; ox < hi; ox++) o[ox] = xr[ox * q->sw];
-            for (int64_t ox = hi; ox < q->ow; ox++) o[ox] = 0;
         }
     }
 }
 
-/* Planes p = b * C + ch of dx. */
+/* Volumes p = b * C + ch of dx. */
 static void CONV_FN(conv_col2im)(int64_t p0, int64_t p1, void *vj)
 {
     const conv_job *jb = vj;
     const tm_conv_geom *q = jb->q;
+    int64_t hw = q->h * q->w;
     for (int64_t p = p0; p < p1; p++) {
         int64_t b = p / q->c, c = p % q->c;
-        T *xc = (T *)jb->dst + p * q->h * q->w;
-        for (int64_t i = 0; i < q->kh; i++)
-            for (int64_t j = 0; j < q->kw; j++) {
-                const T *row = (const T *)jb->src +
-                               ((c * q->kh + i) * q->kw + j) * jb->ld +
-                               b * jb->bs;
-                int64_t x0 = j * q->dw - q->pw, lo, hi;
-                conv_span(x0, q->sw, q->w, q->ow, &lo, &hi);
-                for (int64_t oy = 0; oy < q->oh; oy++) {
-                    int64_t y = oy * q->sh - q->ph + i * q->dh;
-                    if (y < 0 || y >= q->h) continue;
-                    T *xr = xc + y * q->w + x0;
-                    const T *o = row + oy * q->ow;
-                    if (q->sw == 1)
-                        CONV_FN(conv_add_row)(xr + lo, o + lo, hi - lo);
-                    else
-                        for (int64_t ox = lo; ox < hi; ox++)
-                            xr[ox * q->sw] += o[ox];
+        T *xc = (T *)jb->dst + p * q->d * hw;
+        for (int64_t l = 0; l < q->kd; l++)
+            for (int64_t i = 0; i < q->kh; i++)
+                for (int64_t j = 0; j < q->kw; j++) {
+                    const T *row =
+                        (const T *)jb->src +
+                        (((c * q->kd + l) * q->kh + i) * q->kw + j) * jb->ld +
+                        b * jb->bs;
+                    int64_t x0 = j * q->dw - q->pw, lo, hi;
+                    conv_span(x0, q->sw, q->w, q->ow, &lo, &hi);
+                    for (int64_t oz = 0; oz < q->od; oz++) {
+                        int64_t z = oz * q->sd - q->pd + l * q->dd;
+                        if (z < 0 || z >= q->d) continue;
+                        for (int64_t oy = 0; oy < q->oh; oy++) {
+                            int64_t y = oy * q->sh - q->ph + i * q->dh;
+                            if (y < 0 || y >= q->h) continue;
+                            T *xr = xc + z * hw + y * q->w + x0;
+                            const T *o = row + (oz * q->oh + oy) * q->ow;
+                            if (q->sw == 1)
+                                CONV_FN(conv_add_row)(xr + lo, o + lo,
+                                                      hi - lo);
+                            else
+                                for (int64_t ox = lo; ox < hi; ox++)
+                                    xr[ox * q->sw] += o[ox];
+                        }
+                    }
                 }
-            }
     }
 }
 
@@ -103,7 +116,7 @@ static void CONV_FN(conv_col2im)(int64_t p0, int64_t p1, void *vj)
 static void CONV_FN(conv_bias_add)(int64_t r0, int64_t r1, void *vj)
 {
     const conv_job *jb = vj;
-    int64_t L = jb->q->oh * jb->q->ow, oc = jb->q->oc;
+    int64_t L = jb->q->od * jb->q->oh * jb->q->ow, oc = jb->q->oc;
     for (int64_t r = r0; r < r1; r++) {
         T *p = (T *)jb->dst + r * L;
         CONV_FN(conv_add_scalar)(p, ((const T *)jb->src)[r % oc], L);
@@ -114,7 +127,7 @@ static void CONV_FN(conv_bias_add)(int64_t r0, int64_t r1, void *vj)
 static void CONV_FN(conv_bias_grad)(int64_t o0, int64_t o1, void *vj)
 {
     const conv_job *jb = vj;
-    int64_t L = jb->q->oh * jb->q->ow, oc = jb->q->oc;
+    int64_t L = jb->q->od * jb->q->oh * jb->q->ow, oc = jb->q->oc;
     for (int64_t o = o0; o < o1; o++) {
         double acc = 0;
         for (int64_t n = 0; n < jb->q->n; n++) {

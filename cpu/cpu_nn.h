@@ -26,19 +26,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* x is (B, C, H, W) (B = nb images), with R = C*KH*KW and L = OH*OW:
+/* x is (B, C, D, H, W) (B = nb images; 2-D has D = 1), with
+ * R = C*KD*KH*KW and L = OD*OH*OW:
  *   wide false: cols is (B, R, L)
  *   wide true:  cols is (R, B, L), i.e. (R, B*L), image b in columns
  *               [b*L, (b+1)*L)
- * Row r = (c*KH + i)*KW + j of image b holds, at l = oy*OW + ox,
- * x[b, c, oy*SH - PH + i*DH, ox*SW - PW + j*DW] (0 outside x).  Split by
- * (image, row). */
+ * Row r = ((c*KD + l)*KH + i)*KW + j of image b holds, at
+ * (oz*OH + oy)*OW + ox, x[b, c, oz*SD - PD + l*DD, oy*SH - PH + i*DH,
+ * ox*SW - PW + j*DW] (0 outside x).  Split by (image, row). */
 void tm__conv_im2col(const tm_conv_geom *q, tm_dtype dt, const void *x,
                      void *cols, int64_t nb, bool wide);
 
-/* dcols is (B, R, L), dx is (B, C, H, W): dx += every dcols entry at the
- * position im2col took it from, added in row order r.  Split by
- * (image, channel) plane. */
+/* dcols is (B, R, L), dx is (B, C, D, H, W): dx += every dcols entry at
+ * the position im2col took it from, added in row order r.  Split by
+ * (image, channel) volume. */
 void tm__conv_col2im(const tm_conv_geom *q, tm_dtype dt, const void *dcols,
                      void *dx, int64_t nb);
 

@@ -128,7 +128,10 @@ typedef enum tm_seq_kind {
  * DD = 1, PD = 0; 1-D also has H = KH = OH = 1).  x is (N, C, D, H, W),
  * weight (OC, C/G, KD, KH, KW), bias (OC), y (N, OC, OD, OH, OW); output
  * (oz, oy, ox) reads x[.., oz*SD - PD + l*DD, oy*SH - PH + i*DH,
- * ox*SW - PW + j*DW] (0 outside x). */
+ * ox*SW - PW + j*DW] (0 outside x).  OD, OH, OW are given, not derived
+ * from the padding: padding 'same' with an even kernel and the transposed
+ * convolutions (which run on conv_backward's dx and on conv) read past
+ * x's far edge, and those reads are 0 too. */
 typedef struct tm_conv_geom {
     int64_t n, c, h, w;
     int64_t oc, kh, kw;

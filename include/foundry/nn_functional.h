@@ -126,6 +126,83 @@ tm_conv2d_opts tm_conv2d_defaults(void);
 tm_tensor *tm_conv2d(const tm_tensor *x, const tm_tensor *weight,
                      const tm_tensor *bias, const tm_conv2d_opts *opts);
 
+/* ------------------------------------------- N-d and transposed convolution
+ * One code path for 1, 2 and 3 spatial dims (nd).  The spatial settings
+ * of an nd-dim convolution are the first nd entries of each array, in
+ * PyTorch's order ({W}, {H, W}, {D, H, W}); the rest are ignored.  x is
+ * [N, C_in, *spatial] (batched) or [C_in, *spatial] (unbatched: the
+ * result has no batch dim either).  Dtypes, devices and results as
+ * tm_conv2d; gradients flow to x, weight and bias ("ConvolutionBackward",
+ * "ConvTransposeBackward"; the transposed bias through an add).
+ * Errors: NULL tensors, dtypes that differ or are not float (TM_EDTYPE);
+ * ranks, channels, groups, bias, kernels that do not fit or outputs of
+ * size <= 0 (TM_ESHAPE); bad settings (TM_EINVAL).  Messages name the
+ * function and the values. */
+
+/* How tm_conv pads: by opts.padding, not at all, or so that the output
+ * has the input's size (stride 1 only; a dilated kernel extent k' pads
+ * (k'-1)/2 before and the rest, one more for an even k', after, as
+ * PyTorch does). */
+typedef enum tm_conv_pad_mode {
+    TM_CONV_PAD_EXPLICIT = 0,
+    TM_CONV_PAD_VALID,
+    TM_CONV_PAD_SAME
+} tm_conv_pad_mode;
+
+/* Settings of tm_conv; start from tm_conv_defaults(). */
+typedef struct tm_conv_opts {
+    int64_t stride[3];   /* >= 1; default 1 */
+    int64_t padding[3];  /* zeros on each side, >= 0; default 0 */
+    int64_t dilation[3]; /* >= 1; default 1 */
+    int64_t groups;      /* >= 1, divides C_in and C_out; default 1 */
+    tm_conv_pad_mode pad_mode; /* default TM_CONV_PAD_EXPLICIT */
+} tm_conv_opts;
+tm_conv_opts tm_conv_defaults(void);
+
+/* Cross-correlation over nd (1..3) spatial dims: weight [C_out,
+ * C_in/groups, *k], bias [C_out] or NULL -> [N, C_out, *out] with
+ * out = (in + 2*padding - dilation*(k-1) - 1) / stride + 1 per dim
+ * (same: out = in).  opts NULL means the defaults.  Computed by the
+ * conv entry (im2col + GEMM on the CPU). */
+tm_tensor *tm_conv(const tm_tensor *x, const tm_tensor *weight,
+                   const tm_tensor *bias, int nd, const tm_conv_opts *opts);
+tm_tensor *tm_conv1d(const tm_tensor *x, const tm_tensor *weight,
+                     const tm_tensor *bias, const tm_conv_opts *opts);
+tm_tensor *tm_conv3d(const tm_tensor *x, const tm_tensor *weight,
+                     const tm_tensor *bias, const tm_conv_opts *opts);
+
+/* Settings of tm_conv_transpose; start from tm_conv_transpose_defaults(). */
+typedef struct tm_conv_transpose_opts {
+    int64_t stride[3];         /* >= 1; default 1 */
+    int64_t padding[3];        /* removed from each side, >= 0; default 0 */
+    int64_t output_padding[3]; /* added on the far side, >= 0 and smaller
+                                  than the stride or the dilation;
+                                  default 0 */
+    int64_t dilation[3];       /* >= 1; default 1 */
+    int64_t groups;            /* >= 1, divides C_in and C_out; default 1 */
+} tm_conv_transpose_opts;
+tm_conv_transpose_opts tm_conv_transpose_defaults(void);
+
+/* Transposed convolution (the gradient of tm_conv with respect to its
+ * input) over nd (1..3) spatial dims: weight [C_in, C_out/groups, *k],
+ * bias [C_out] or NULL -> [N, C_out, *out] with
+ *   out = (in - 1)*stride - 2*padding + dilation*(k-1) + output_padding + 1
+ * per dim (must be >= 1).  opts NULL means the defaults.  Computed by the
+ * conv_backward entry (its input gradient); its gradients by the conv
+ * entry (input) and the conv_backward entry (weight). */
+tm_tensor *tm_conv_transpose(const tm_tensor *x, const tm_tensor *weight,
+                             const tm_tensor *bias, int nd,
+                             const tm_conv_transpose_opts *opts);
+tm_tensor *tm_conv_transpose1d(const tm_tensor *x, const tm_tensor *weight,
+                               const tm_tensor *bias,
+                               const tm_conv_transpose_opts *opts);
+tm_tensor *tm_conv_transpose2d(const tm_tensor *x, const tm_tensor *weight,
+                               const tm_tensor *bias,
+                               const tm_conv_transpose_opts *opts);
+tm_tensor *tm_conv_transpose3d(const tm_tensor *x, const tm_tensor *weight,
+                               const tm_tensor *bias,
+                               const tm_conv_transpose_opts *opts);
+
 /* Settings of tm_max_pool2d / tm_avg_pool2d; start from
  * tm_pool2d_defaults() and set the kernel. */
 typedef struct tm_pool2d_opts {

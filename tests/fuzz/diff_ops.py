@@ -24,6 +24,7 @@ Tolerances (|got - want| <= atol + rtol*|want|; integers and bool exact):
 - reductions: 2 ulp of the result dtype plus n * 2^-50 * sum|x| (f64
   accumulation order); var/std relative 1e-9 of the result + that term.
 - matmul: k * ulp(compute type) * (|a| @ |b|) + 1 ulp of the result dtype.
+- conv (diff_conv.py): the same with |x| conv |w| and k the terms of a sum.
 """
 import argparse
 import math
@@ -40,6 +41,7 @@ from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: 
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
                  promote, ref_binary, ref_reduce, ref_scan, ref_sort, ref_unary,
                  scalar_wrap, tensors)
+from diff_conv import t_conv  # noqa: E402
 
 
 def rdt(rng, pool=ALL):
@@ -794,7 +796,8 @@ def t_scan(ctx):
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
-            "sort": (t_sort, 2), "scan": (t_scan, 2)}
+            "sort": (t_sort, 2), "scan": (t_scan, 2),
+            "conv": (lambda ctx: t_conv(ctx, outcheck), 1)}
 
 
 def run_case(lib, seed, i, fams, verbose=False):

@@ -590,3 +590,55 @@ def ref_scan(op, v, dt, dim):
             od = dt
     r = np.moveaxis(r, -1, d).reshape(v.shape)
     return cast(r, od), idx, od
+def ref_conv(x, w, b, stride, pad, dil, groups, transpose=False, opad=None):
+    """Convolution (or transposed convolution) over the last nd dims of
+    batched x, in float64, by the definitions: a convolution reads x at
+    o*s - p + k*d; a transposed one adds x[i] * w[k] at i*s - p + k*d
+    (output size (in-1)*s - 2p + d(k-1) + opad + 1).  Weights are
+    [C_out, C_in/g, *k] (conv) or [C_in, C_out/g, *k] (transposed)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    nd = x.ndim - 2
+    n, c = x.shape[:2]
+    k = w.shape[2:]
+    cg = c // groups
+    if not transpose:
+        oc = w.shape[0]
+        ocg = oc // groups
+        out = [(x.shape[2 + i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1)
+               // stride[i] + 1 for i in range(nd)]
+        xp = np.zeros((n, c) + tuple(x.shape[2 + i] + 2 * pad[i] + stride[i]
+                                     + dil[i] * k[i] for i in range(nd)))
+        xp[(slice(None),) * 2 + tuple(slice(pad[i], pad[i] + x.shape[2 + i])
+                                      for i in range(nd))] = x
+        y = np.zeros((n, oc) + tuple(out))
+        for kk in np.ndindex(*k):
+            sl = tuple(slice(kk[i] * dil[i],
+                             kk[i] * dil[i] + (out[i] - 1) * stride[i] + 1,
+                             stride[i]) for i in range(nd))
+            for g in range(groups):
+                xs = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + sl]
+                wk = w[(slice(g * ocg, (g + 1) * ocg), slice(None)) + kk]
+                y[:, g * ocg:(g + 1) * ocg] += np.einsum("nc...,oc->no...",
+                                                         xs, wk)
+    else:
+        ocg = w.shape[1]
+        oc = ocg * groups
+        out = [(x.shape[2 + i] - 1) * stride[i] - 2 * pad[i] +
+               dil[i] * (k[i] - 1) + opad[i] + 1 for i in range(nd)]
+        full = [(x.shape[2 + i] - 1) * stride[i] + dil[i] * (k[i] - 1) + 1 +
+                opad[i] for i in range(nd)]
+        yp = np.zeros((n, oc) + tuple(full))
+        for kk in np.ndindex(*k):
+            sl = tuple(slice(kk[i] * dil[i],
+                             kk[i] * dil[i] + (x.shape[2 + i] - 1) *
+                             stride[i] + 1, stride[i]) for i in range(nd))
+            for g in range(groups):
+                xs = x[:, g * cg:(g + 1) * cg]
+                wk = w[(slice(g * cg, (g + 1) * cg), slice(None)) + kk]
+                yp[(slice(None), slice(g * ocg, (g + 1) * ocg)) + sl] += \
+                    np.einsum("nc...,co->no...", xs, wk)
+        y = yp[(slice(None),) * 2 + tuple(slice(pad[i], pad[i] + out[i])
+                                          for i in range(nd))]
+    if b is not None:
+        y = y + b.astype(np.float64).reshape((oc,) + (1,) * nd)
+    return y

@@ -7,6 +7,8 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      SiLU, Sigmoid, Tanh, GELU, LeakyReLU, Softplus, Softmax,
                      LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
+from ._layers_conv import (Conv1d, Conv3d, ConvTranspose1d,  # noqa: F401
+                           ConvTranspose2d, ConvTranspose3d)
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -14,4 +16,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "AvgPool2d", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
            "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
-           "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"]
+           "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
+           "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

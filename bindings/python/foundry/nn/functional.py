@@ -16,6 +16,9 @@ from .._base import int64_array, ptr, wrap
 from .._c import check, ffi, lib
 from .._random import with_rng
 from .._tensor import Tensor
+from ._functional_conv import (conv1d, conv2d, conv3d,  # noqa: F401
+                               conv_transpose1d, conv_transpose2d,
+                               conv_transpose3d)
 
 _REDUCTIONS = {"mean": lib.TM_REDUCTION_MEAN, "sum": lib.TM_REDUCTION_SUM,
                "none": lib.TM_REDUCTION_NONE}
@@ -237,22 +240,6 @@ def pad(input, pad, mode="constant", value=0.0):
     arr, n = int64_array(pad, "pad")
     return wrap(lib.tm_pad(ptr(input, "input"), arr, n,
                            0.0 if value is None else float(value)))
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
-           groups=1):
-    """2-D cross-correlation: input [N, C, H, W], weight [O, C / groups,
-    kH, kW], bias [O] or None -> [N, O, H', W'].  stride, padding and
-    dilation are ints or pairs.  Mirrors torch.nn.functional.conv2d
-    (numeric padding only)."""
-    o = lib.tm_conv2d_defaults()
-    o.stride = _pair(stride, "stride")
-    o.padding = _pair(padding, "padding")
-    o.dilation = _pair(dilation, "dilation")
-    o.groups = operator.index(groups)
-    opts = ffi.new("tm_conv2d_opts *", o)
-    return wrap(lib.tm_conv2d(ptr(input, "input"), ptr(weight, "weight"),
-                              _opt(bias, "bias"), opts))
 
 
 def _pool_opts(kernel_size, stride, padding, count_include_pad=True):

@@ -8,6 +8,7 @@ from .._base import to_dtype
 from . import functional as F
 from . import init
 from .module import Module, Parameter
+from ._layers_conv import Conv2d  # noqa: F401  (moved there)
 
 
 def _dt(dtype):
@@ -126,38 +127,6 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
-
-
-class Conv2d(Module):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1,
-                 padding=0, dilation=1, groups=1, bias=True, dtype=None):
-        super().__init__()
-        k = F._pair(kernel_size, "kernel_size")
-        if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"groups={groups} must divide in_channels="
-                             f"{in_channels} and out_channels="
-                             f"{out_channels}")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = tuple(k)
-        self.stride, self.padding, self.dilation, self.groups = \
-            stride, padding, dilation, groups
-        self.weight = Parameter(empty(out_channels, in_channels // groups,
-                                      *k, dtype=_dt(dtype)))
-        self.bias = Parameter(empty(out_channels, dtype=_dt(dtype))) \
-            if bias else None
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            b = init._default_bound(fan_in)
-            init.uniform_(self.bias, -b, b)
-
-    def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
-    def extra_repr(self):
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size="
-                f"{self.kernel_size}, stride={self.stride}")
 
 
 class MaxPool2d(Module):
