@@ -7,6 +7,9 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      SiLU, Sigmoid, Tanh, GELU, LeakyReLU, Softplus, Softmax,
                      LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
+from . import _layers_act, _layers_loss
+from ._layers_act import *  # noqa: F401,F403
+from ._layers_loss import *  # noqa: F401,F403
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -15,3 +18,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"]
+__all__ += _layers_act.__all__ + _layers_loss.__all__
