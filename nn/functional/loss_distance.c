@@ -123,7 +123,8 @@ static tm_status bce_backward(tm__node *n, const tm_tensor *g,
         tm_tensor *d = tm__sc_binary(&s, TM_OP_SUB, x, y);
         tm_tensor *om = tm__sc_rscalar(&s, TM_OP_SUB, 1.0, x);
         tm_tensor *v = tm__sc_binary(&s, TM_OP_MUL, x, om);
-        tm_tensor *m = tm__sc_scalar(&s, TM_OP_MAXIMUM, v, 1e-12);
+        /* PyTorch's floor is the float 1e-12 */
+        tm_tensor *m = tm__sc_scalar(&s, TM_OP_MAXIMUM, v, (double)1e-12f);
         tm_tensor *q = tm__sc_binary(&s, TM_OP_DIV, d, m);
         tm_tensor *r = tm__sc_binary(&s, TM_OP_MUL, q, g);
         gin[0] = tm__sc_grad_for(&s, r, &n->edges[0]);

@@ -1,0 +1,321 @@
+"""normalize, binary_cross_entropy, kl_div, cosine_similarity,
+pairwise_distance, triplet_margin_loss and their modules against PyTorch:
+values and gradients in F32 and F64, broadcast, non-contiguous, 0-d and
+empty inputs, the legacy size_average / reduce mapping, and bad input.
+
+Tolerances: F64 to 1e-10 relative (compositions of a few ops round
+differently from PyTorch's kernels), F32 to 2e-5 relative / 1e-6
+absolute; losses reduced over many elements add their summation order's
+rounding, covered by the same bounds at these sizes."""
+import warnings
+
+import numpy as np
+import pytest
+
+import foundry
+import foundry.nn as fnn
+import foundry.nn.functional as F
+
+TOL = {"float32": dict(rtol=2e-5, atol=1e-6),
+       "float64": dict(rtol=1e-10, atol=1e-12)}
+
+
+def _compare(tch, fcall, tcall, arrays, dtype, grads=None, transpose=()):
+    """fcall(*foundry tensors) against tcall(torch, *torch tensors): the
+    value, then the gradients of sum(out * cot) for the inputs listed in
+    grads (default all)."""
+    grads = range(len(arrays)) if grads is None else grads
+    fx, tx = [], []
+    for i, a in enumerate(arrays):
+        rg = i in grads
+        f = foundry.tensor(a, dtype=getattr(foundry, dtype), requires_grad=rg)
+        t = tch.tensor(a, dtype=getattr(tch, dtype), requires_grad=rg)
+        fx.append(f)
+        tx.append(t)
+    fi = [f.transpose(0, 1) if i in transpose else f for i, f in enumerate(fx)]
+    ti = [t.transpose(0, 1) if i in transpose else t for i, t in enumerate(tx)]
+    y, ty = fcall(*fi), tcall(tch, *ti)
+    assert tuple(y.shape) == tuple(ty.shape)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(),
+                               **TOL[dtype])
+    cot = np.random.default_rng(7).standard_normal(tuple(ty.shape))
+    (y * foundry.tensor(cot, dtype=y.dtype)).sum().backward()
+    (ty * tch.tensor(cot, dtype=ty.dtype)).sum().backward()
+    for i in grads:
+        np.testing.assert_allclose(fx[i].grad.numpy(), tx[i].grad.numpy(),
+                                   **TOL[dtype], err_msg=f"input {i}")
+
+
+DT = pytest.mark.parametrize("dtype", ["float32", "float64"])
+RED = pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+
+
+# ------------------------------------------------------------- normalize
+
+@DT
+def test_normalize_matches_torch(tch, rng, dtype):
+    a = rng.standard_normal((3, 4, 2))
+    a[1, :, 0] = 0.0  # a zero vector: the eps clamp, gradient through it
+    for p, dim in ((2.0, 1), (1.0, -1), (3.0, 0), (float("inf"), 1)):
+        _compare(tch, lambda x: F.normalize(x, p, dim),
+                 lambda t, x: t.nn.functional.normalize(x, p, dim),
+                 [a], dtype)
+    _compare(tch, lambda x: F.normalize(x, dim=0),
+             lambda t, x: t.nn.functional.normalize(x, dim=0),
+             [rng.standard_normal((4, 3))], dtype, transpose=(0,))
+
+
+def test_normalize_zero_d_empty_and_bad(tch):
+    _compare(tch, lambda x: F.normalize(x, dim=0),
+             lambda t, x: t.nn.functional.normalize(x, dim=0),
+             [np.array(-2.5)], "float64")
+    _compare(tch, F.normalize, lambda t, x: t.nn.functional.normalize(x),
+             [np.zeros((0, 3))], "float64")
+    with pytest.raises(ValueError, match="dim"):
+        F.normalize(foundry.zeros(2, 3), dim=2)
+    with pytest.raises(TypeError):
+        F.normalize(foundry.zeros(2, 3, dtype=foundry.int64))
+
+
+# --------------------------------------------------------------- bce
+
+@DT
+@RED
+def test_binary_cross_entropy_matches_torch(tch, rng, dtype, reduction):
+    x = rng.uniform(0.02, 0.98, (4, 3))
+    y = rng.uniform(0, 1, (4, 3))
+    _compare(tch, lambda a, b: F.binary_cross_entropy(
+        a, b, reduction=reduction), lambda t, a, b:
+        t.nn.functional.binary_cross_entropy(a, b, reduction=reduction),
+        [x, y], dtype)
+    w = rng.uniform(0.5, 2, (3,))
+    _compare(tch, lambda a, b: F.binary_cross_entropy(
+        a, b, foundry.tensor(w, dtype=a.dtype), reduction=reduction),
+        lambda t, a, b: t.nn.functional.binary_cross_entropy(
+            a, b, t.tensor(w, dtype=a.dtype), reduction=reduction),
+        [x, y], dtype, transpose=())
+
+
+def test_binary_cross_entropy_clamps_log_at_minus_100(tch):
+    # x of exactly 0 and 1: the log terms are -100, and the gradient stays
+    # finite (PyTorch's rule divides by max(x (1 - x), 1e-12))
+    x = np.array([0.0, 1.0, 0.0, 1.0, 0.5])
+    y = np.array([1.0, 0.0, 0.0, 1.0, 0.3])
+    _compare(tch, lambda a, b: F.binary_cross_entropy(a, b, reduction="none"),
+             lambda t, a, b: t.nn.functional.binary_cross_entropy(
+                 a, b, reduction="none"), [x, y], "float64", grads=[0])
+
+
+def test_binary_cross_entropy_non_contiguous_zero_d_empty(tch, rng):
+    x = rng.uniform(0.05, 0.95, (3, 4))
+    y = rng.uniform(0, 1, (3, 4))
+    _compare(tch, F.binary_cross_entropy,
+             lambda t, a, b: t.nn.functional.binary_cross_entropy(a, b),
+             [x, y], "float64", transpose=(0, 1))
+    _compare(tch, F.binary_cross_entropy,
+             lambda t, a, b: t.nn.functional.binary_cross_entropy(a, b),
+             [np.array(0.3), np.array(0.6)], "float64")
+    _compare(tch, lambda a, b: F.binary_cross_entropy(a, b, reduction="sum"),
+             lambda t, a, b: t.nn.functional.binary_cross_entropy(
+                 a, b, reduction="sum"),
+             [np.zeros((0, 2)), np.zeros((0, 2))], "float64")
+
+
+def test_binary_cross_entropy_bad_input(tch):
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(foundry.tensor([1.5]), foundry.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(foundry.tensor([float("nan")]),
+                               foundry.tensor([1.0]))
+    with pytest.raises(ValueError, match="target size"):
+        F.binary_cross_entropy(foundry.full((3,), 0.5), foundry.zeros(1))
+    with pytest.raises(ValueError):
+        tch.nn.functional.binary_cross_entropy(tch.full((3,), 0.5),
+                                               tch.zeros(1))
+    with pytest.raises(ValueError, match="weight"):
+        F.binary_cross_entropy(foundry.full((3,), 0.5), foundry.zeros(3),
+                               foundry.ones(2, 3))
+    with pytest.raises(ValueError, match="reduction"):
+        F.binary_cross_entropy(foundry.full((3,), 0.5), foundry.zeros(3),
+                               reduction="batchmean")
+
+
+def test_legacy_size_average_and_reduce_map_as_torch(tch, rng):
+    x = rng.uniform(0.1, 0.9, (4,))
+    y = rng.uniform(0, 1, (4,))
+    for sa, rd in ((None, False), (False, None), (True, True), (False, True),
+                   (None, True)):
+        with pytest.warns(UserWarning, match="size_average"):
+            r = F.binary_cross_entropy(foundry.tensor(x), foundry.tensor(y),
+                                       size_average=sa, reduce=rd)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tr = tch.nn.functional.binary_cross_entropy(
+                tch.tensor(x), tch.tensor(y), size_average=sa, reduce=rd)
+        np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-12)
+    with pytest.warns(UserWarning):
+        m = fnn.BCELoss(reduce=False)
+    assert m.reduction == "none"
+
+
+# --------------------------------------------------------------- kl_div
+
+@DT
+@pytest.mark.parametrize("reduction", ["mean", "batchmean", "sum", "none"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_matches_torch(tch, rng, dtype, reduction, log_target):
+    x = np.log(rng.dirichlet(np.ones(5), size=3))
+    y = rng.dirichlet(np.ones(5), size=3)
+    y[0, 1] = 0.0  # y log y is 0 there
+    if log_target:
+        y = np.log(y + 0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 'mean' warns in both
+        _compare(tch, lambda a, b: F.kl_div(a, b, reduction=reduction,
+                                            log_target=log_target),
+                 lambda t, a, b: t.nn.functional.kl_div(
+                     a, b, reduction=reduction, log_target=log_target),
+                 [x, y], dtype, grads=[0] if not log_target else None)
+
+
+def test_kl_div_target_gradient_away_from_zero(tch, rng):
+    x = np.log(rng.dirichlet(np.ones(4), size=2))
+    y = rng.dirichlet(np.ones(4), size=2)
+    _compare(tch, lambda a, b: F.kl_div(a, b, reduction="batchmean"),
+             lambda t, a, b: t.nn.functional.kl_div(a, b,
+                                                    reduction="batchmean"),
+             [x, y], "float64")
+
+
+def test_kl_div_broadcast_zero_d_empty_and_bad(tch, rng):
+    x = np.log(rng.dirichlet(np.ones(3), size=2))
+    y = rng.dirichlet(np.ones(3))
+    _compare(tch, lambda a, b: F.kl_div(a, b, reduction="sum"),
+             lambda t, a, b: t.nn.functional.kl_div(a, b, reduction="sum"),
+             [x, y], "float64")
+    _compare(tch, lambda a, b: F.kl_div(a, b, reduction="batchmean"),
+             lambda t, a, b: t.nn.functional.kl_div(
+                 a, b, reduction="batchmean"),
+             [np.array(-0.5), np.array(0.3)], "float64")
+    _compare(tch, lambda a, b: F.kl_div(a, b, reduction="sum"),
+             lambda t, a, b: t.nn.functional.kl_div(a, b, reduction="sum"),
+             [np.zeros((0, 3)), np.zeros((0, 3))], "float64")
+    with pytest.warns(UserWarning, match="batchmean"):
+        F.kl_div(foundry.zeros(2), foundry.zeros(2))
+    with pytest.raises(ValueError, match="reduction"):
+        F.kl_div(foundry.zeros(2), foundry.zeros(2), reduction="avg")
+    with pytest.raises(ValueError, match="broadcast"):
+        F.kl_div(foundry.zeros(2), foundry.zeros(3), reduction="sum")
+
+
+# ----------------------------------------------------- distances, triplet
+
+@DT
+def test_cosine_similarity_matches_torch(tch, rng, dtype):
+    a = rng.standard_normal((3, 5))
+    b = rng.standard_normal((3, 5))
+    a[0] *= 1e-10  # below eps: the clamped norm, straight-through gradient
+    for dim in (1, 0, -1):
+        _compare(tch, lambda x, y: F.cosine_similarity(x, y, dim),
+                 lambda t, x, y: t.nn.functional.cosine_similarity(x, y, dim),
+                 [a, b], dtype)
+    _compare(tch, lambda x, y: F.cosine_similarity(x, y, dim=-1),
+             lambda t, x, y: t.nn.functional.cosine_similarity(x, y, dim=-1),
+             [rng.standard_normal((2, 4)), rng.standard_normal(4)], dtype)
+    _compare(tch, lambda x, y: F.cosine_similarity(x, y, 0, eps=0.5),
+             lambda t, x, y: t.nn.functional.cosine_similarity(x, y, 0,
+                                                               eps=0.5),
+             [rng.standard_normal((5, 3)), rng.standard_normal((5, 3))],
+             dtype, transpose=(0, 1))
+
+
+def test_cosine_similarity_zero_d_empty_and_bad(tch, rng):
+    _compare(tch, lambda x, y: F.cosine_similarity(x, y, 0),
+             lambda t, x, y: t.nn.functional.cosine_similarity(x, y, 0),
+             [np.array(-2.0), np.array(3.0)], "float64")
+    _compare(tch, F.cosine_similarity,
+             lambda t, x, y: t.nn.functional.cosine_similarity(x, y),
+             [np.zeros((0, 3)), np.zeros((0, 3))], "float64")
+    with pytest.raises(ValueError, match="broadcast"):
+        F.cosine_similarity(foundry.zeros(2, 3), foundry.zeros(2, 4))
+    with pytest.raises(ValueError, match="dim"):
+        F.cosine_similarity(foundry.zeros(2, 3), foundry.zeros(2, 3), 2)
+
+
+@DT
+def test_pairwise_distance_matches_torch(tch, rng, dtype):
+    a = rng.standard_normal((4, 3))
+    b = rng.standard_normal((4, 3))
+    for p in (2.0, 1.0, 3.0, float("inf"), 0.5):
+        for keepdim in (False, True):
+            _compare(tch, lambda x, y: F.pairwise_distance(
+                x, y, p, keepdim=keepdim), lambda t, x, y:
+                t.nn.functional.pairwise_distance(x, y, p, keepdim=keepdim),
+                [a, b], dtype)
+    _compare(tch, F.pairwise_distance, lambda t, x, y:
+             t.nn.functional.pairwise_distance(x, y),
+             [rng.standard_normal((2, 3)), rng.standard_normal(3)], dtype)
+    _compare(tch, F.pairwise_distance, lambda t, x, y:
+             t.nn.functional.pairwise_distance(x, y),
+             [rng.standard_normal((3, 4)), rng.standard_normal((3, 4))],
+             dtype, transpose=(0, 1))
+
+
+def test_pairwise_distance_zero_d_and_empty(tch, rng):
+    for shapes in (((), ()), ((4,), (4,)), ((0, 3), (0, 3)), ((2, 0), (2, 0))):
+        _compare(tch, F.pairwise_distance, lambda t, x, y:
+                 t.nn.functional.pairwise_distance(x, y),
+                 [rng.standard_normal(s) for s in shapes], "float64")
+
+
+@DT
+@RED
+@pytest.mark.parametrize("swap", [False, True])
+def test_triplet_margin_loss_matches_torch(tch, rng, dtype, reduction, swap):
+    a, p, n = (rng.standard_normal((6, 4)) for _ in range(3))
+    _compare(tch, lambda x, y, z: F.triplet_margin_loss(
+        x, y, z, margin=2.0, swap=swap, reduction=reduction),
+        lambda t, x, y, z: t.nn.functional.triplet_margin_loss(
+            x, y, z, margin=2.0, swap=swap, reduction=reduction),
+        [a, p, n], dtype)
+    _compare(tch, lambda x, y, z: F.triplet_margin_loss(x, y, z, p=1),
+             lambda t, x, y, z: t.nn.functional.triplet_margin_loss(
+                 x, y, z, p=1), [a, p, n], dtype)
+
+
+def test_triplet_margin_loss_bad_input(tch):
+    z2, z1 = foundry.zeros(2, 3), foundry.zeros(3)
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        F.triplet_margin_loss(z2, z1, z2)
+    with pytest.raises(ValueError, match="margin"):
+        F.triplet_margin_loss(z2, z2, z2, margin=-1.0)
+    with pytest.raises(ValueError, match="margin"):
+        fnn.TripletMarginLoss(margin=0.0)
+
+
+# ---------------------------------------------------------------- modules
+
+def test_modules_match_torch(tch, rng):
+    x = rng.uniform(0.1, 0.9, (3, 4))
+    y = rng.uniform(0, 1, (3, 4))
+    w = rng.uniform(0.5, 1.5, (4,))
+    cases = [
+        ("BCELoss", dict(reduction="sum"), (x, y)),
+        ("KLDivLoss", dict(reduction="batchmean"), (np.log(x), y)),
+        ("KLDivLoss", dict(reduction="sum", log_target=True),
+         (np.log(x), np.log(y))),
+        ("CosineSimilarity", dict(dim=0, eps=1e-6), (x, y)),
+        ("PairwiseDistance", dict(p=1.5, keepdim=True), (x, y)),
+        ("TripletMarginLoss", dict(margin=0.5, swap=True), (x, y, y[::-1])),
+    ]
+    for name, kw, args in cases:
+        r = getattr(fnn, name)(**kw)(*[foundry.tensor(np.ascontiguousarray(a))
+                                       for a in args])
+        tr = getattr(tch.nn, name)(**kw)(*[tch.tensor(a.copy())
+                                           for a in args])
+        np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-10,
+                                   err_msg=name)
+    r = fnn.BCELoss(weight=foundry.tensor(w))(foundry.tensor(x),
+                                              foundry.tensor(y))
+    tr = tch.nn.BCELoss(weight=tch.tensor(w))(tch.tensor(x), tch.tensor(y))
+    np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-10)
