@@ -41,11 +41,9 @@ def _red(reduction, batchmean=False):
                          f"{reduction!r}") from None
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+def normalize(input, p=2.0, dim=1, eps=1e-12):
     """input / max(||input||_p over dim, eps).  Mirrors
-    torch.nn.functional.normalize (out= is not supported: pass None)."""
-    if out is not None:
-        raise NotImplementedError("normalize(out=...): out is not supported")
+    torch.nn.functional.normalize (without out=, as every Foundry op)."""
     return wrap(lib.tm_normalize(ptr(input, "input"), float(p),
                                  operator.index(dim), float(eps)))
 
