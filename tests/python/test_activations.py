@@ -277,3 +277,20 @@ def test_rrelu_module_eval_and_train(tch, rng):
     y = m(foundry.tensor(-np.abs(a))).numpy()
     assert np.all((y <= -0.1 * np.abs(a) + 1e-12) &
                   (y >= -0.2 * np.abs(a) - 1e-12))
+
+
+def test_top_level_names_and_methods_as_torch(tch, rng):
+    a = rng.standard_normal((2, 3))
+    w = rng.standard_normal(3)
+    x, tx = foundry.tensor(a), tch.tensor(a)
+    for f, tf in ((lambda x: x.hardshrink(0.4), lambda x: x.hardshrink(0.4)),
+                  (lambda x: x.prelu(foundry.tensor(w)),
+                   lambda x: x.prelu(tch.tensor(w))),
+                  (lambda x: foundry.selu(x), tch.selu),
+                  (lambda x: foundry.celu(x, 0.5), lambda x: tch.celu(x, 0.5)),
+                  (lambda x: foundry.threshold(x, 0.1, 3.0),
+                   lambda x: tch.threshold(x, 0.1, 3.0)),
+                  (lambda x: foundry.hardshrink(x), tch.hardshrink),
+                  (lambda x: foundry.prelu(x, foundry.tensor(w)),
+                   lambda x: tch.prelu(x, tch.tensor(w)))):
+        np.testing.assert_allclose(f(x).numpy(), tf(tx).numpy(), rtol=1e-12)

@@ -319,3 +319,16 @@ def test_modules_match_torch(tch, rng):
                                               foundry.tensor(y))
     tr = tch.nn.BCELoss(weight=tch.tensor(w))(tch.tensor(x), tch.tensor(y))
     np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-10)
+
+
+def test_top_level_distances_as_torch(tch, rng):
+    a, b = rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
+    np.testing.assert_allclose(
+        foundry.cosine_similarity(foundry.tensor(a), foundry.tensor(b)).numpy(),
+        tch.cosine_similarity(tch.tensor(a), tch.tensor(b)).numpy(),
+        rtol=1e-12)
+    np.testing.assert_allclose(
+        foundry.pairwise_distance(foundry.tensor(a), foundry.tensor(b),
+                                  1.0).numpy(),
+        tch.pairwise_distance(tch.tensor(a), tch.tensor(b), 1.0).numpy(),
+        rtol=1e-12)

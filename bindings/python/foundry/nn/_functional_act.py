@@ -12,6 +12,7 @@ import warnings
 
 from .._base import ptr, wrap
 from .._c import lib
+from .._exports import export
 from .._random import with_rng
 
 
@@ -37,6 +38,7 @@ def elu(input, alpha=1.0, inplace=False):
     return _out(input, lib.tm_elu(x, float(alpha)), inplace, "elu")
 
 
+@export
 def selu(input, inplace=False):
     """scale * elu(input, alpha) with the self-normalising constants.
     Mirrors torch.nn.functional.selu."""
@@ -44,6 +46,7 @@ def selu(input, inplace=False):
     return _out(input, lib.tm_selu(x), inplace, "selu")
 
 
+@export
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha != 0.
     Mirrors torch.nn.functional.celu."""
@@ -126,7 +129,8 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """input where input > 0, else weight * input; weight has 1 element or
     one per channel (dim 1).  Mirrors torch.nn.functional.prelu."""
-    return wrap(lib.tm_prelu(ptr(input, "input"), ptr(weight, "weight")))
+    ptr(input, "input")  # TypeError for anything but a Tensor
+    return input.prelu(weight)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False,
@@ -141,6 +145,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False,
     return _out(input, p, inplace, "rrelu")
 
 
+@export
 def threshold(input, threshold, value, inplace=False):
     """value where input <= threshold, else input.  Mirrors
     torch.nn.functional.threshold."""
@@ -163,7 +168,8 @@ def softshrink(input, lambd=0.5):
 def hardshrink(input, lambd=0.5):
     """0 where |input| <= lambd, else input.  Mirrors
     torch.nn.functional.hardshrink."""
-    return wrap(lib.tm_hardshrink(ptr(input, "input"), float(lambd)))
+    ptr(input, "input")  # TypeError for anything but a Tensor
+    return input.hardshrink(lambd)
 
 
 __all__ = ["elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid",

@@ -12,6 +12,7 @@ import warnings
 
 from .._base import ptr, wrap
 from .._c import ffi, lib
+from .._exports import export
 
 _REDUCTIONS = {"mean": lib.TM_REDUCTION_MEAN, "sum": lib.TM_REDUCTION_SUM,
                "none": lib.TM_REDUCTION_NONE}
@@ -82,6 +83,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
                               _red(reduction, True), bool(log_target)))
 
 
+@export
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) over dim, x1
     and x2 broadcast.  Mirrors torch.nn.functional.cosine_similarity."""
@@ -89,6 +91,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
                                          operator.index(dim), float(eps)))
 
 
+@export
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p over the last dim (broadcast).  Mirrors
     torch.nn.functional.pairwise_distance."""
