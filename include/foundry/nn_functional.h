@@ -246,6 +246,35 @@ tm_tensor *tm_triplet_margin_loss(const tm_tensor *anchor,
                                   double p, double eps, bool swap,
                                   tm_reduction reduction);
 
+/* Margin and count losses; reductions as the pointwise losses (MEAN
+ * divides by the number of elements of the unreduced loss).  Inputs
+ * broadcast unless noted.
+ * - margin_ranking: max(0, -y (x1 - x2) + margin); x1, x2 and y have one
+ *   ndim (TM_ESHAPE otherwise).
+ * - hinge_embedding: x where y == 1, max(0, margin - x) where y == -1
+ *   (both summed for other y, as PyTorch).
+ * - soft_margin: log(1 + exp(-y x)), computed as softplus (finite for
+ *   any x).
+ * - cosine_embedding: with cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12)
+ *   (sum(x2^2) + 1e-12)) over the last dim, 1 - cos where y == 1 and
+ *   max(0, cos - margin) where y == -1; x1, x2 are [N, D] with y [N], or
+ *   [D] with a 0-d y (TM_ESHAPE otherwise).
+ * - poisson_nll: exp(x) - y x (log_input), else x - y log(x + eps); full
+ *   adds y log y - y + log(2 pi y) / 2 where y > 1. */
+tm_tensor *tm_margin_ranking_loss(const tm_tensor *x1, const tm_tensor *x2,
+                                  const tm_tensor *y, double margin,
+                                  tm_reduction reduction);
+tm_tensor *tm_hinge_embedding_loss(const tm_tensor *x, const tm_tensor *y,
+                                   double margin, tm_reduction reduction);
+tm_tensor *tm_soft_margin_loss(const tm_tensor *x, const tm_tensor *y,
+                               tm_reduction reduction);
+tm_tensor *tm_cosine_embedding_loss(const tm_tensor *x1, const tm_tensor *x2,
+                                    const tm_tensor *y, double margin,
+                                    tm_reduction reduction);
+tm_tensor *tm_poisson_nll_loss(const tm_tensor *x, const tm_tensor *y,
+                               bool log_input, bool full, double eps,
+                               tm_reduction reduction);
+
 #ifdef __cplusplus
 }
 #endif

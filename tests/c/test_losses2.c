@@ -258,3 +258,100 @@ TEST(losses2_bad_input)
     tm_free(zi);
     tm_free(z2);
 }
+
+/* ------------------------------------------------ margin and count losses */
+
+static tm_tensor *pm1(const double *v, const int64_t *shape, int nd, int n)
+{
+    double s[16];
+    for (int i = 0; i < n; i++) s[i] = v[i] < 0 ? -1.0 : 1.0;
+    return tt_tensor(s, shape, nd, TM_F64);
+}
+
+typedef struct {
+    int k;         /* which loss */
+    tm_reduction red;
+    const tm_tensor *y; /* targets (not differentiated) */
+    bool flag;
+} mctx;
+
+static tm_tensor *f_margin(tm_tensor *const *in, void *vc)
+{
+    const mctx *c = vc;
+    switch (c->k) {
+    case 0: return tm_margin_ranking_loss(in[0], in[1], c->y, 0.3, c->red);
+    case 1: return tm_hinge_embedding_loss(in[0], c->y, 0.8, c->red);
+    case 2: return tm_soft_margin_loss(in[0], c->y, c->red);
+    case 3: return tm_cosine_embedding_loss(in[0], in[1], c->y, 0.1, c->red);
+    default: return tm_poisson_nll_loss(in[0], c->y, !c->flag, true, 1e-8,
+                                        c->red);
+    }
+}
+
+TEST(margin_losses_grad)
+{
+    static const double r[12] = {0.3, -1.2, 0.8, -0.1, 2.0, -0.7,
+                                 0.4, 0.9, -1.5, 0.2, -0.3, 1.1};
+    tm_tensor *a = TT_LEAF(12, 4, 3), *b = TT_LEAF(13, 4, 3);
+    tm_tensor *y = pm1(r, (int64_t[]){4, 3}, 2, 12);
+    tm_tensor *yn = pm1(r, (int64_t[]){4}, 1, 4);
+    tm_tensor *counts = tt_tensor((double[]){0, 1, 2, 5, 3, 1, 0, 4, 2, 7, 1,
+                                             3}, (int64_t[]){4, 3}, 2, TM_F64);
+    tm_tensor *pos = TT_LEAF(14, 4, 3);
+    bool prev = tm_no_grad_begin(); /* a fresh leaf of positive values */
+    tm_tensor *ap = pos ? tm_abs(pos) : NULL;
+    tm_tensor *apos = ap ? tm_add_scalar(ap, 0.5) : NULL;
+    tm_no_grad_end(prev);
+    REQUIRE(a && b && y && yn && counts && apos);
+    REQUIRE(!tm_requires_grad_(apos, true));
+    tm_tensor *in[2] = {a, b};
+    for (int red = 0; red < 3; red++) {
+        for (int k = 0; k < 4; k++) {
+            mctx c = {k, REDS[red], k == 3 ? yn : y, false};
+            CHECK(GRADCHECK("margin loss", f_margin, &c, in, k == 0 || k == 3
+                            ? 2 : 1, TOL));
+        }
+        mctx c = {4, REDS[red], counts, false};
+        CHECK(GRADCHECK("poisson_nll_loss log_input", f_margin, &c, in, 1,
+                        TOL));
+        c.flag = true;
+        CHECK(GRADCHECK("poisson_nll_loss", f_margin, &c, &apos, 1, TOL));
+    }
+    tm_free(a);
+    tm_free(b);
+    tm_free(y);
+    tm_free(yn);
+    tm_free(counts);
+    tm_free(pos);
+    tm_free(ap);
+    tm_free(apos);
+}
+
+TEST(margin_losses_bad_input)
+{
+    tm_tensor *v3 = tm_zeros((int64_t[]){3}, 1, TM_F32);
+    tm_tensor *m31 = tm_zeros((int64_t[]){3, 1}, 2, TM_F32);
+    tm_tensor *m23 = tm_zeros((int64_t[]){2, 3}, 2, TM_F32);
+    REQUIRE(v3 && m31 && m23);
+    CHECK_NULL_ERR(tm_margin_ranking_loss(v3, m31, v3, 0, TM_REDUCTION_MEAN),
+                   TM_ESHAPE, "input2 2-d");
+    CHECK_NULL_ERR(tm_cosine_embedding_loss(m23, m23, m31, 0,
+                                            TM_REDUCTION_MEAN),
+                   TM_ESHAPE, "multi-target");
+    CHECK_NULL_ERR(tm_cosine_embedding_loss(m23, m23, m23, 0,
+                                            TM_REDUCTION_MEAN),
+                   TM_ESHAPE, "2-d");
+    CHECK_NULL_ERR(tm_cosine_embedding_loss(v3, v3, v3, 0,
+                                            TM_REDUCTION_MEAN),
+                   TM_ESHAPE, "expects 2-d inputs");
+    CHECK_NULL_ERR(tm_soft_margin_loss(v3, NULL, TM_REDUCTION_MEAN),
+                   TM_EINVAL, "target");
+    CHECK_NULL_ERR(tm_hinge_embedding_loss(v3, v3, 1.0, (tm_reduction)7),
+                   TM_EINVAL, "reduction 7");
+    CHECK_NULL_ERR(tm_poisson_nll_loss(v3, v3, true, false, NAN,
+                                       TM_REDUCTION_MEAN),
+                   TM_EINVAL, "eps");
+    tm_free(v3);
+    tm_free(m31);
+    tm_free(m23);
+}

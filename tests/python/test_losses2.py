@@ -332,3 +332,108 @@ def test_top_level_distances_as_torch(tch, rng):
                                   1.0).numpy(),
         tch.pairwise_distance(tch.tensor(a), tch.tensor(b), 1.0).numpy(),
         rtol=1e-12)
+
+
+# ------------------------------------------------- margin and count losses
+
+def _pm1(rng, shape):
+    return np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+
+
+@DT
+@RED
+def test_margin_losses_match_torch(tch, rng, dtype, reduction):
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    y = _pm1(rng, (5, 3))
+    _compare(tch, lambda x1, x2, t: F.margin_ranking_loss(
+        x1, x2, t, 0.3, reduction=reduction), lambda tc, x1, x2, t:
+        tc.nn.functional.margin_ranking_loss(x1, x2, t, 0.3,
+                                             reduction=reduction),
+        [a, b, y], dtype, grads=[0, 1])
+    _compare(tch, lambda x1, x2, t: F.margin_ranking_loss(
+        x1, x2, t, reduction=reduction), lambda tc, x1, x2, t:
+        tc.nn.functional.margin_ranking_loss(x1, x2, t, reduction=reduction),
+        [a, b[:1], y], dtype, grads=[0, 1])
+    yh = y.copy()
+    yh[0, 0] = 0.5  # neither 1 nor -1: both terms, as PyTorch
+    _compare(tch, lambda x, t: F.hinge_embedding_loss(
+        x, t, 0.8, reduction=reduction), lambda tc, x, t:
+        tc.nn.functional.hinge_embedding_loss(x, t, 0.8,
+                                              reduction=reduction),
+        [a, yh], dtype, grads=[0])
+    _compare(tch, lambda x, t: F.soft_margin_loss(x, t, reduction=reduction),
+             lambda tc, x, t: tc.nn.functional.soft_margin_loss(
+                 x, t, reduction=reduction), [a * 3, y], dtype, grads=[0])
+    _compare(tch, lambda x1, x2, t: F.cosine_embedding_loss(
+        x1, x2, t, 0.2, reduction=reduction), lambda tc, x1, x2, t:
+        tc.nn.functional.cosine_embedding_loss(x1, x2, t, 0.2,
+                                               reduction=reduction),
+        [a, b, _pm1(rng, 5)], dtype, grads=[0, 1])
+    _compare(tch, lambda x1, x2, t: F.cosine_embedding_loss(
+        x1, x2, t, reduction=reduction), lambda tc, x1, x2, t:
+        tc.nn.functional.cosine_embedding_loss(x1, x2, t,
+                                               reduction=reduction),
+        [a[0], b[0], np.array(-1.0)], dtype, grads=[0, 1])
+
+
+@DT
+@pytest.mark.parametrize("log_input", [True, False])
+@pytest.mark.parametrize("full", [False, True])
+def test_poisson_nll_loss_matches_torch(tch, rng, dtype, log_input, full):
+    x = rng.standard_normal((4, 3)) if log_input else \
+        rng.uniform(0.1, 3, (4, 3))
+    y = rng.poisson(2.0, (4, 3)).astype(np.float64)
+    y[0, 0] = 1.0  # the Stirling term's boundary (excluded: y > 1)
+    for reduction in ("mean", "sum", "none"):
+        _compare(tch, lambda a, b: F.poisson_nll_loss(
+            a, b, log_input, full, reduction=reduction), lambda t, a, b:
+            t.nn.functional.poisson_nll_loss(a, b, log_input, full,
+                                             reduction=reduction),
+            [x, y], dtype, grads=[0])
+
+
+def test_margin_losses_non_contiguous_empty_and_bad(tch, rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    y = _pm1(rng, (3, 4))
+    _compare(tch, F.soft_margin_loss,
+             lambda t, x, z: t.nn.functional.soft_margin_loss(x, z),
+             [a, y], "float64", grads=[0], transpose=(0, 1))
+    _compare(tch, lambda x1, x2, t: F.margin_ranking_loss(
+        x1, x2, t, reduction="sum"), lambda tc, x1, x2, t:
+        tc.nn.functional.margin_ranking_loss(x1, x2, t, reduction="sum"),
+        [np.zeros((0, 2))] * 3, "float64", grads=[0, 1])
+    with pytest.raises(ValueError, match="same number of dims"):
+        F.margin_ranking_loss(foundry.zeros(3), foundry.zeros(3, 1),
+                              foundry.zeros(3))
+    with pytest.raises(ValueError, match="multi-target"):
+        F.cosine_embedding_loss(foundry.zeros(2, 3), foundry.zeros(2, 3),
+                                foundry.ones(2, 1))
+    with pytest.raises(ValueError, match="2-d inputs"):
+        F.cosine_embedding_loss(foundry.zeros(2, 3, 4),
+                                foundry.zeros(2, 3, 4), foundry.ones(2))
+    with pytest.raises(TypeError, match="float"):
+        F.soft_margin_loss(foundry.zeros(3), foundry.ones(3,
+                                                          dtype=foundry.int64))
+
+
+def test_soft_margin_loss_finite_past_exp_range():
+    # PyTorch's log1p(exp(100)) is inf in float32; the loss is 100
+    r = F.soft_margin_loss(foundry.tensor([-100.0]), foundry.tensor([1.0]))
+    np.testing.assert_allclose(r.numpy(), 100.0, rtol=1e-7)
+
+
+def test_margin_loss_modules_match_torch(tch, rng):
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    y = _pm1(rng, (4, 3))
+    cases = [("MarginRankingLoss", dict(margin=0.1), (a, b, y)),
+             ("HingeEmbeddingLoss", dict(margin=0.5), (a, y)),
+             ("SoftMarginLoss", dict(reduction="sum"), (a, y)),
+             ("CosineEmbeddingLoss", dict(margin=0.1), (a, b, y[:, 0])),
+             ("PoissonNLLLoss", dict(full=True), (a, np.abs(b) * 3))]
+    for name, kw, args in cases:
+        r = getattr(fnn, name)(**kw)(*[foundry.tensor(np.ascontiguousarray(x))
+                                       for x in args])
+        tr = getattr(tch.nn, name)(**kw)(*[tch.tensor(x.copy())
+                                           for x in args])
+        np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-10,
+                                   err_msg=name)

@@ -115,5 +115,61 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2,
         bool(swap), _red(reduction)))
 
 
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), broadcast (the three
+    of one ndim).  Mirrors torch.nn.functional.margin_ranking_loss."""
+    reduction = _legacy(size_average, reduce, reduction)
+    return wrap(lib.tm_margin_ranking_loss(
+        ptr(input1, "input1"), ptr(input2, "input2"), ptr(target, "target"),
+        float(margin), _red(reduction)))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None,
+                         reduce=None, reduction="mean"):
+    """input where target == 1, max(0, margin - input) where target == -1.
+    Mirrors torch.nn.functional.hinge_embedding_loss."""
+    reduction = _legacy(size_average, reduce, reduction)
+    return wrap(lib.tm_hinge_embedding_loss(
+        ptr(input, "input"), ptr(target, "target"), float(margin),
+        _red(reduction)))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None,
+                     reduction="mean"):
+    """log(1 + exp(-target * input)), finite for any input (PyTorch's
+    overflows to inf past exp's range).  Mirrors
+    torch.nn.functional.soft_margin_loss."""
+    reduction = _legacy(size_average, reduce, reduction)
+    return wrap(lib.tm_soft_margin_loss(ptr(input, "input"),
+                                        ptr(target, "target"),
+                                        _red(reduction)))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0,
+                          size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target == 1, max(0, cos - margin)
+    where target == -1; inputs [N, D] with target [N], or [D] with a 0-d
+    target.  Mirrors torch.nn.functional.cosine_embedding_loss."""
+    reduction = _legacy(size_average, reduce, reduction)
+    return wrap(lib.tm_cosine_embedding_loss(
+        ptr(input1, "input1"), ptr(input2, "input2"), ptr(target, "target"),
+        float(margin), _red(reduction)))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False,
+                     size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(input) - target * input (log_input), else input - target *
+    log(input + eps); full adds Stirling's term where target > 1.  Mirrors
+    torch.nn.functional.poisson_nll_loss."""
+    reduction = _legacy(size_average, reduce, reduction)
+    return wrap(lib.tm_poisson_nll_loss(
+        ptr(input, "input"), ptr(target, "target"), bool(log_input),
+        bool(full), float(eps), _red(reduction)))
+
+
 __all__ = ["normalize", "binary_cross_entropy", "kl_div",
-           "cosine_similarity", "pairwise_distance", "triplet_margin_loss"]
+           "cosine_similarity", "pairwise_distance", "triplet_margin_loss",
+           "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+           "cosine_embedding_loss", "poisson_nll_loss"]

@@ -80,5 +80,72 @@ class PairwiseDistance(Module):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
+class _MarginLoss(_LegacyLoss):
+    def __init__(self, margin, size_average, reduce, reduction):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+
+class MarginRankingLoss(_MarginLoss):
+    """Mirrors torch.nn.MarginRankingLoss."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    """Mirrors torch.nn.HingeEmbeddingLoss."""
+
+    def __init__(self, margin=1.0, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, self.margin,
+                                      reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    """Mirrors torch.nn.CosineEmbeddingLoss."""
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, self.margin,
+                                       reduction=self.reduction)
+
+
+class SoftMarginLoss(_LegacyLoss):
+    """Mirrors torch.nn.SoftMarginLoss."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_LegacyLoss):
+    """Mirrors torch.nn.PoissonNLLLoss."""
+
+    def __init__(self, log_input=True, full=False, size_average=None,
+                 eps=1e-8, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, self.log_input,
+                                  self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
 __all__ = ["BCELoss", "KLDivLoss", "TripletMarginLoss", "CosineSimilarity",
-           "PairwiseDistance"]
+           "PairwiseDistance", "MarginRankingLoss", "HingeEmbeddingLoss",
+           "CosineEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss"]
