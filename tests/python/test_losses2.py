@@ -437,3 +437,38 @@ def test_margin_loss_modules_match_torch(tch, rng):
                                            for x in args])
         np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-10,
                                    err_msg=name)
+
+
+def test_on_the_test_device_equal_the_cpu(test_device, rng):
+    # composed of recorded ops, so a device runs the CPU's kernels in the
+    # same order: results and gradients are bitwise the CPU's
+    a = rng.standard_normal((3, 4))
+    b = rng.uniform(0.1, 0.9, (3, 4))
+    w = rng.standard_normal(4)
+    calls = [lambda x, y: F.mish(x), lambda x, y: F.hardswish(x),
+             lambda x, y: F.logsigmoid(x), lambda x, y: F.glu(x),
+             lambda x, y: F.elu(x), lambda x, y: F.softmin(x, 0),
+             lambda x, y: F.prelu(x.reshape(3, 4, 1),
+                                  foundry.tensor(w).to(x.device)),
+             lambda x, y: F.rrelu(x), lambda x, y: F.normalize(x),
+             lambda x, y: F.binary_cross_entropy(y, y.detach()),
+             lambda x, y: F.kl_div(x, y, reduction="batchmean"),
+             lambda x, y: F.cosine_similarity(x, y),
+             lambda x, y: F.triplet_margin_loss(x, y, x * 2),
+             lambda x, y: F.cosine_embedding_loss(x, y, x[:, 0].sign()),
+             lambda x, y: F.poisson_nll_loss(x, y, full=True)]
+    for i, f in enumerate(calls):
+        out = []
+        for dev in ("cpu", test_device):
+            x = foundry.tensor(a).to(dev).requires_grad_()
+            y = foundry.tensor(b).to(dev).requires_grad_()
+            r = f(x, y)
+            r.sum().backward()
+            out.append([r.detach().cpu().numpy()] +
+                       [None if t.grad is None else t.grad.cpu().numpy()
+                        for t in (x, y)])
+        assert out[0][1] is not None or out[0][2] is not None
+        for u, v in zip(*out):
+            assert (u is None) == (v is None)
+            if u is not None:
+                np.testing.assert_array_equal(u, v, err_msg=f"call {i}")
