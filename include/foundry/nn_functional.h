@@ -260,7 +260,12 @@ tm_tensor *tm_triplet_margin_loss(const tm_tensor *anchor,
  *   max(0, cos - margin) where y == -1; x1, x2 are [N, D] with y [N], or
  *   [D] with a 0-d y (TM_ESHAPE otherwise).
  * - poisson_nll: exp(x) - y x (log_input), else x - y log(x + eps); full
- *   adds y log y - y + log(2 pi y) / 2 where y > 1. */
+ *   adds y log y - y + log(2 pi y) / 2 where y > 1.
+ * - gaussian_nll: (log(v) + (x - y)^2 / v) / 2 (+ log(2 pi) / 2 when
+ *   full) with v = max(var, eps) (the clamp left out of the gradient, as
+ *   PyTorch's); var has x's shape, or x's without the last dim, or x's
+ *   ndim with one dim of size 1 where x's differs (TM_ESHAPE otherwise);
+ *   a negative var is an error (TM_EINVAL; this reads var on the host). */
 tm_tensor *tm_margin_ranking_loss(const tm_tensor *x1, const tm_tensor *x2,
                                   const tm_tensor *y, double margin,
                                   tm_reduction reduction);
@@ -274,6 +279,9 @@ tm_tensor *tm_cosine_embedding_loss(const tm_tensor *x1, const tm_tensor *x2,
 tm_tensor *tm_poisson_nll_loss(const tm_tensor *x, const tm_tensor *y,
                                bool log_input, bool full, double eps,
                                tm_reduction reduction);
+tm_tensor *tm_gaussian_nll_loss(const tm_tensor *x, const tm_tensor *y,
+                                const tm_tensor *var, bool full, double eps,
+                                tm_reduction reduction);
 
 #ifdef __cplusplus
 }

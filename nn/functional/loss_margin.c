@@ -1,7 +1,7 @@
 /*
  * loss_margin.c — margin and count losses: margin_ranking_loss,
  * hinge_embedding_loss, soft_margin_loss, cosine_embedding_loss,
- * poisson_nll_loss.
+ * poisson_nll_loss, gaussian_nll_loss.
  *
  * Composed from recorded ops (autograd derives the gradients), with
  * PyTorch's formulas, except soft_margin_loss, which is softplus(-y x)
@@ -204,5 +204,81 @@ tm_tensor *tm_poisson_nll_loss(const tm_tensor *x, const tm_tensor *y,
         l = tm__sc_binary(&s, TM_OP_ADD, l, t);
     }
     /* l is kept by the scratch arena: hand back a reference of its own */
+    return finish(&s, __func__, s.st || !l ? NULL : tm_retain(l), reduction);
+}
+
+/* var's shape against x's (PyTorch's rules): x's shape; x's without the
+ * last dim (then unsqueezed, *unsq set); or x's ndim with exactly one
+ * other dim, of size 1 in var. */
+static bool gauss_var_shape(const char *fn, const tm_tensor *x,
+                            const tm_tensor *var, bool *unsq)
+{
+    char sa[TM_SHAPE_BUF], sb[TM_SHAPE_BUF];
+    int nx = tm_ndim(x), nv = tm_ndim(var);
+    const int64_t *xs = tm_shape(x), *vs = tm_shape(var);
+    *unsq = false;
+    if (nx == nv) {
+        int64_t off = 0;
+        for (int i = 0; i < nx; i++)
+            if (xs[i] != vs[i]) off += vs[i];
+        if (off <= 1) return true;
+    } else if (nv == nx - 1) {
+        bool same = true;
+        for (int i = 0; i < nv; i++) same = same && xs[i] == vs[i];
+        if (same) return *unsq = true;
+    }
+    tm__errf(TM_ESHAPE, fn, "var is of incorrect size: %s for input %s",
+             tm__fmt_shape(vs, nv, sa, sizeof sa),
+             tm__fmt_shape(xs, nx, sb, sizeof sb));
+    return false;
+}
+
+tm_tensor *tm_gaussian_nll_loss(const tm_tensor *x, const tm_tensor *y,
+                                const tm_tensor *var, bool full, double eps,
+                                tm_reduction reduction)
+{
+    bool unsq;
+    if (!check_args(__func__, x, "input", y, "target", var, "var",
+                    reduction) ||
+        !gauss_var_shape(__func__, x, var, &unsq))
+        return NULL;
+    if (isnan(eps)) {
+        tm__errf(TM_EINVAL, __func__, "eps must not be NaN");
+        return NULL;
+    }
+    tm__scratch s = {0};
+    double neg = 0;
+    if (tm_numel(var) > 0) { /* a host read, as PyTorch's check */
+        bool prev = tm_no_grad_begin();
+        tm_tensor *lt = tm__sc_scalar(&s, TM_OP_LT, var, 0.0);
+        tm_tensor *any = s.st ? NULL : tm__sc_keep(&s, tm_any(lt, NULL, 0,
+                                                              false));
+        if (any && tm_item(any, &neg)) tm__sc_keep(&s, NULL);
+        tm_no_grad_end(prev);
+    }
+    if (!s.st && neg) {
+        tm__sc_done(&s, __func__);
+        tm__errf(TM_EINVAL, __func__, "var has negative entry/entries");
+        return NULL;
+    }
+    const tm_tensor *v = var;
+    if (unsq && !s.st) v = tm__sc_keep(&s, tm_unsqueeze(var, -1));
+    /* PyTorch clamps var at eps in place under no_grad: the value is
+     * max(var, eps), the gradient that of var */
+    tm_tensor *delta = NULL;
+    if (!s.st) {
+        bool prev = tm_no_grad_begin();
+        tm_tensor *c = tm__sc_keep(&s, tm_clamp(v, eps, NAN));
+        delta = tm__sc_binary(&s, TM_OP_SUB, c, v);
+        tm_no_grad_end(prev);
+    }
+    tm_tensor *vc = tm__sc_binary(&s, TM_OP_ADD, v, delta);
+    tm_tensor *lg = tm__sc_unary(&s, TM_OP_LOG, vc);
+    tm_tensor *d = tm__sc_binary(&s, TM_OP_SUB, x, y);
+    tm_tensor *q = tm__sc_unary(&s, TM_OP_SQUARE, d);
+    q = tm__sc_binary(&s, TM_OP_DIV, q, vc);
+    tm_tensor *l = tm__sc_binary(&s, TM_OP_ADD, lg, q);
+    l = tm__sc_scalar(&s, TM_OP_MUL, l, 0.5);
+    if (full) l = tm__sc_scalar(&s, TM_OP_ADD, l, 0.5 * log(TWO_PI));
     return finish(&s, __func__, s.st || !l ? NULL : tm_retain(l), reduction);
 }

@@ -355,3 +355,43 @@ TEST(margin_losses_bad_input)
     tm_free(m31);
     tm_free(m23);
 }
+
+/* gaussian_nll(in[0], in[1], |in[2]| + 0.1) with var of shape vshape */
+static tm_tensor *f_gauss(tm_tensor *const *in, void *vc)
+{
+    const lctx *c = vc;
+    tm_tensor *a = tm_abs(in[2]);
+    tm_tensor *v = a ? tm_add_scalar(a, 0.1) : NULL;
+    tm_tensor *r = v ? tm_gaussian_nll_loss(in[0], in[1], v, c->flag, 1e-6,
+                                            c->red) : NULL;
+    tm_free(a);
+    tm_free(v);
+    return r;
+}
+
+TEST(gaussian_nll_loss_grad)
+{
+    tm_tensor *x = TT_LEAF(15, 3, 4), *y = TT_LEAF(16, 3, 4);
+    tm_tensor *vars[3] = {TT_LEAF(17, 3, 4), TT_LEAF(18, 3), TT_LEAF(19, 3, 1)};
+    REQUIRE(x && y && vars[0] && vars[1] && vars[2]);
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) {
+            lctx c = {REDS[r], 0, 0, 0, k == 1};
+            tm_tensor *in[3] = {x, y, vars[k]};
+            CHECK(GRADCHECK("gaussian_nll_loss", f_gauss, &c, in, 3, TOL));
+        }
+    tm_tensor *neg = tm_full((int64_t[]){3, 4}, 2, -1.0, TM_F64);
+    tm_tensor *bad = tm_full((int64_t[]){2, 4}, 2, 1.0, TM_F64);
+    REQUIRE(neg && bad);
+    CHECK_NULL_ERR(tm_gaussian_nll_loss(x, y, neg, false, 1e-6,
+                                        TM_REDUCTION_MEAN),
+                   TM_EINVAL, "negative");
+    CHECK_NULL_ERR(tm_gaussian_nll_loss(x, y, bad, false, 1e-6,
+                                        TM_REDUCTION_MEAN),
+                   TM_ESHAPE, "var is of incorrect size: [2,4]");
+    tm_free(neg);
+    tm_free(bad);
+    tm_free(x);
+    tm_free(y);
+    for (int k = 0; k < 3; k++) tm_free(vars[k]);
+}

@@ -472,3 +472,45 @@ def test_on_the_test_device_equal_the_cpu(test_device, rng):
             assert (u is None) == (v is None)
             if u is not None:
                 np.testing.assert_array_equal(u, v, err_msg=f"call {i}")
+
+
+@DT
+@RED
+def test_gaussian_nll_loss_matches_torch(tch, rng, dtype, reduction):
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    v = rng.uniform(0.2, 2.0, (3, 4))
+    v[0, 0] = 1e-9  # below eps: the clamped value, var's own gradient
+    for full in (False, True):
+        for var in (v, v[:, 0], v[:, :1], v[:1]):
+            _compare(tch, lambda a, b, c: F.gaussian_nll_loss(
+                a, b, c, full, reduction=reduction), lambda t, a, b, c:
+                t.nn.functional.gaussian_nll_loss(a, b, c, full,
+                                                  reduction=reduction),
+                [x, y, np.ascontiguousarray(var)], dtype)
+    r = F.gaussian_nll_loss(foundry.tensor(x), foundry.tensor(y), 0.5)
+    tr = tch.nn.functional.gaussian_nll_loss(tch.tensor(x), tch.tensor(y),
+                                             0.5)
+    np.testing.assert_allclose(r.numpy(), tr.numpy(), rtol=1e-12)
+
+
+def test_gaussian_nll_loss_bad_input(tch):
+    x = foundry.zeros(3, 4)
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(x, x, -foundry.ones(3, 4))
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(x, x, -1.0)
+    with pytest.raises(ValueError, match="incorrect size"):
+        F.gaussian_nll_loss(x, x, foundry.ones(2, 4))
+    with pytest.raises(ValueError, match="incorrect size"):
+        F.gaussian_nll_loss(x, x, foundry.ones(1, 1))
+    with pytest.raises(ValueError):
+        tch.nn.functional.gaussian_nll_loss(tch.zeros(3, 4), tch.zeros(3, 4),
+                                            tch.ones(1, 1))
+    m = fnn.GaussianNLLLoss(full=True, reduction="sum")
+    tm_ = tch.nn.GaussianNLLLoss(full=True, reduction="sum")
+    v = np.full((3, 4), 0.7)
+    np.testing.assert_allclose(
+        m(x, x + 1, foundry.tensor(v, dtype=foundry.float32)).numpy(),
+        tm_(tch.zeros(3, 4), tch.ones(3, 4), tch.tensor(v,
+                                                       dtype=tch.float32)),
+        rtol=1e-6)

@@ -169,7 +169,22 @@ def poisson_nll_loss(input, target, log_input=True, full=False,
         bool(full), float(eps), _red(reduction)))
 
 
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6,
+                      reduction="mean"):
+    """(log(v) + (input - target)^2 / v) / 2 with v = max(var, eps) (the
+    clamp left out of the gradient); var a tensor (input's shape, or
+    input's without the last dim, or with one dim of size 1) or a number.
+    full adds log(2 pi) / 2.  Mirrors torch.nn.functional.gaussian_nll_loss."""
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(tuple(input.shape), float(var))
+    return wrap(lib.tm_gaussian_nll_loss(
+        ptr(input, "input"), ptr(target, "target"), ptr(var, "var"),
+        bool(full), float(eps), _red(reduction)))
+
+
 __all__ = ["normalize", "binary_cross_entropy", "kl_div",
            "cosine_similarity", "pairwise_distance", "triplet_margin_loss",
            "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
-           "cosine_embedding_loss", "poisson_nll_loss"]
+           "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss"]

@@ -146,6 +146,20 @@ class PoissonNLLLoss(_LegacyLoss):
                                   reduction=self.reduction)
 
 
+class GaussianNLLLoss(Module):
+    """Mirrors torch.nn.GaussianNLLLoss."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__()
+        _red(reduction)
+        self.full, self.eps, self.reduction = full, eps, reduction
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full,
+                                   eps=self.eps, reduction=self.reduction)
+
+
 __all__ = ["BCELoss", "KLDivLoss", "TripletMarginLoss", "CosineSimilarity",
            "PairwiseDistance", "MarginRankingLoss", "HingeEmbeddingLoss",
-           "CosineEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss"]
+           "CosineEmbeddingLoss", "SoftMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss"]
