@@ -294,3 +294,15 @@ def test_top_level_names_and_methods_as_torch(tch, rng):
                   (lambda x: foundry.prelu(x, foundry.tensor(w)),
                    lambda x: tch.prelu(x, tch.tensor(w)))):
         np.testing.assert_allclose(f(x).numpy(), tf(tx).numpy(), rtol=1e-12)
+
+
+def test_underscore_forms_write_into_the_input(tch, rng):
+    a = rng.standard_normal(6) * 3
+    for name, args in (("elu_", (0.5,)), ("selu_", ()), ("celu_", (2.0,)),
+                       ("hardtanh_", (-0.5, 0.5)), ("rrelu_", (0.1, 0.2)),
+                       ("threshold_", (0.3, -1.0))):
+        x = foundry.tensor(a)
+        assert getattr(F, name)(x, *args) is x
+        ref = getattr(tch.nn.functional, name)(tch.tensor(a), *args)
+        np.testing.assert_allclose(x.numpy(), ref.numpy(), rtol=1e-12,
+                                   err_msg=name)

@@ -172,7 +172,45 @@ def hardshrink(input, lambd=0.5):
     return input.hardshrink(lambd)
 
 
-__all__ = ["elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid",
+def elu_(input, alpha=1.0):
+    """elu written into input.  Mirrors torch.nn.functional.elu_."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """selu written into input.  Mirrors torch.nn.functional.selu_."""
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """celu written into input.  Mirrors torch.nn.functional.celu_."""
+    return celu(input, alpha, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """hardtanh written into input.  Mirrors
+    torch.nn.functional.hardtanh_."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, *,
+           generator=None):
+    """rrelu written into input.  Mirrors torch.nn.functional.rrelu_."""
+    return rrelu(input, lower, upper, training, inplace=True,
+                 generator=generator)
+
+
+_threshold = threshold  # threshold_'s argument of that name hides it
+
+
+def threshold_(input, threshold, value):
+    """threshold written into input.  Mirrors
+    torch.nn.functional.threshold_."""
+    return _threshold(input, threshold, value, inplace=True)
+
+
+__all__ = ["elu_", "selu_", "celu_", "hardtanh_", "rrelu_", "threshold_",
+           "elu", "selu", "celu", "hardtanh", "relu6", "hardsigmoid",
            "hardswish", "mish", "softsign", "logsigmoid", "softmin", "glu",
            "prelu", "rrelu", "threshold", "tanhshrink", "softshrink",
            "hardshrink"]
