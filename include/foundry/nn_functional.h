@@ -22,7 +22,9 @@ extern "C" {
 typedef enum tm_reduction {
     TM_REDUCTION_MEAN = 0, /* mean (see each loss for the divisor); 0-d */
     TM_REDUCTION_SUM = 1,  /* sum; 0-d */
-    TM_REDUCTION_NONE = 2  /* the per-element losses */
+    TM_REDUCTION_NONE = 2, /* the per-element losses */
+    TM_REDUCTION_BATCHMEAN = 3 /* tm_kl_div only: the sum divided by the
+                                  size of dim 0 (1 for 0-d); 0-d */
 } tm_reduction;
 
 /* ------------------------------------------------------------ losses */
@@ -225,6 +227,138 @@ tm_pool2d_opts tm_pool2d_defaults(void);
  * larger than the padded input (TM_ESHAPE), bad settings (TM_EINVAL). */
 tm_tensor *tm_max_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
+
+/* ---------------------------------------------------------- activations
+ * Elementwise unless noted; x is a float tensor of any shape (0-d and
+ * empty included); the result has x's shape and dtype.  Composed from the
+ * recorded ops of foundry/ops.h, so every device runs them and gradients
+ * are PyTorch's (where a mask is strict in PyTorch, it is strict here).
+ * Errors: NULL or non-float x (TM_EDTYPE), bad parameters (TM_EINVAL). */
+
+/* x if x > 0, else alpha (exp(x) - 1); exp only sees min(x, 0), so large
+ * x never overflows into the gradient. */
+tm_tensor *tm_elu(const tm_tensor *x, double alpha);
+/* scale * elu(x, a) with PyTorch's a = 1.6732632423543772,
+ * scale = 1.0507009873554805. */
+tm_tensor *tm_selu(const tm_tensor *x);
+/* max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha != 0. */
+tm_tensor *tm_celu(const tm_tensor *x, double alpha);
+/* clamp(x, min_val, max_val) (min_val <= max_val, not NaN); the gradient
+ * is 1 strictly inside (min_val, max_val), 0 elsewhere.  relu6 is
+ * hardtanh(x, 0, 6). */
+tm_tensor *tm_hardtanh(const tm_tensor *x, double min_val, double max_val);
+tm_tensor *tm_relu6(const tm_tensor *x);
+/* relu6(x + 3) / 6 and x * relu6(x + 3) / 6. */
+tm_tensor *tm_hardsigmoid(const tm_tensor *x);
+tm_tensor *tm_hardswish(const tm_tensor *x);
+/* x tanh(softplus(x)) (softplus with threshold 20, as PyTorch). */
+tm_tensor *tm_mish(const tm_tensor *x);
+/* x / (1 + |x|). */
+tm_tensor *tm_softsign(const tm_tensor *x);
+/* log(sigmoid(x)) = -(max(-x, 0) + log1p(exp(-|x|))), exact for any x. */
+tm_tensor *tm_logsigmoid(const tm_tensor *x);
+/* softmax(-x, dim). */
+tm_tensor *tm_softmin(const tm_tensor *x, int dim);
+/* a * sigmoid(b), where a and b are the first and second halves of x
+ * along dim; dim's size must be even and x not 0-d (TM_ESHAPE). */
+tm_tensor *tm_glu(const tm_tensor *x, int dim);
+/* x if x > 0, else w x; weight (x's dtype, at most 1-D) has 1 element or
+ * C = x's size on dim 1 (1 for x under 2-D), one slope per channel
+ * (TM_ESHAPE otherwise).  Gradients flow to x and weight. */
+tm_tensor *tm_prelu(const tm_tensor *x, const tm_tensor *weight);
+/* Randomized leaky relu: x if x >= 0, else a x.  Not training: a =
+ * (lower + upper) / 2 (no draw).  Training: one a per element drawn
+ * uniformly from [lower, upper) by `rng` (NULL: the default generator)
+ * in row-major order, as tm_uniform_.  lower <= upper, both finite. */
+tm_tensor *tm_rrelu(const tm_tensor *x, double lower, double upper,
+                    bool training, tm_rng *rng);
+/* value where x <= threshold, else x (NaN stays NaN). */
+tm_tensor *tm_threshold(const tm_tensor *x, double threshold, double value);
+/* x - tanh(x). */
+tm_tensor *tm_tanhshrink(const tm_tensor *x);
+/* x - lambd above lambd, x + lambd below -lambd, 0 between; lambd finite
+ * and >= 0. */
+tm_tensor *tm_softshrink(const tm_tensor *x, double lambd);
+/* 0 where |x| <= lambd, else x (any lambd; negative is the identity). */
+tm_tensor *tm_hardshrink(const tm_tensor *x, double lambd);
+
+/* -------------------------------------------------- losses and distances
+ * Float tensors on one device; gradients flow to every float input except
+ * where noted. */
+
+/* x / max(||x||_p over dim, eps) (the norm kept as a dim); 0-d x takes
+ * dim 0 or -1.  p and eps not NaN. */
+tm_tensor *tm_normalize(const tm_tensor *x, double p, int dim, double eps);
+/* w * ((y - 1) max(log(1 - x), -100) - y max(log(x), -100)) with
+ * probabilities x in [0, 1] (TM_EINVAL otherwise, NaN included: this
+ * reads x on the host) and y of x's shape (TM_ESHAPE otherwise); weight
+ * NULL or broadcastable to x's shape, not differentiated.  MEAN divides
+ * by the number of elements.  d/dx = w (x - y) / max(x (1 - x), 1e-12),
+ * as PyTorch. */
+tm_tensor *tm_binary_cross_entropy(const tm_tensor *x, const tm_tensor *y,
+                                   const tm_tensor *weight,
+                                   tm_reduction reduction);
+/* Kullback-Leibler divergence of log-probabilities x from target y
+ * (broadcast): y (log y - x) (0 where y == 0), or with log_target
+ * exp(y) (y - x).  MEAN divides by the number of elements, BATCHMEAN by
+ * x's size on dim 0 (the mathematically right KL). */
+tm_tensor *tm_kl_div(const tm_tensor *x, const tm_tensor *y,
+                     tm_reduction reduction, bool log_target);
+/* sum(x1 / n1 * x2 / n2) over dim of the broadcast shape, with n_i =
+ * max(||x_i||_2, eps) (PyTorch's: each norm clamped separately, the clamp
+ * left out of the gradient).  dim is of the broadcast shape. */
+tm_tensor *tm_cosine_similarity(const tm_tensor *x1, const tm_tensor *x2,
+                                int dim, double eps);
+/* ||x1 - x2 + eps||_p over the last dim of the broadcast shape (all of
+ * it for 0-d), that dim kept as size 1 when keepdim. */
+tm_tensor *tm_pairwise_distance(const tm_tensor *x1, const tm_tensor *x2,
+                                double p, double eps, bool keepdim);
+/* max(d(a, p) - d(a, n) + margin, 0) with d = pairwise_distance(., ., p,
+ * eps); swap uses min(d(a, n), d(p, n)) for the negative distance.  The
+ * three have one ndim (TM_ESHAPE otherwise); margin > 0 (TM_EINVAL).
+ * MEAN divides by the number of triplets. */
+tm_tensor *tm_triplet_margin_loss(const tm_tensor *anchor,
+                                  const tm_tensor *positive,
+                                  const tm_tensor *negative, double margin,
+                                  double p, double eps, bool swap,
+                                  tm_reduction reduction);
+
+/* Margin and count losses; reductions as the pointwise losses (MEAN
+ * divides by the number of elements of the unreduced loss).  Inputs
+ * broadcast unless noted.
+ * - margin_ranking: max(0, -y (x1 - x2) + margin); x1, x2 and y have one
+ *   ndim (TM_ESHAPE otherwise).
+ * - hinge_embedding: x where y == 1, max(0, margin - x) where y == -1
+ *   (both summed for other y, as PyTorch).
+ * - soft_margin: log(1 + exp(-y x)), computed as softplus (finite for
+ *   any x).
+ * - cosine_embedding: with cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12)
+ *   (sum(x2^2) + 1e-12)) over the last dim, 1 - cos where y == 1 and
+ *   max(0, cos - margin) where y == -1; x1, x2 are [N, D] with y [N], or
+ *   [D] with a 0-d y (TM_ESHAPE otherwise).
+ * - poisson_nll: exp(x) - y x (log_input), else x - y log(x + eps); full
+ *   adds y log y - y + log(2 pi y) / 2 where y > 1.
+ * - gaussian_nll: (log(v) + (x - y)^2 / v) / 2 (+ log(2 pi) / 2 when
+ *   full) with v = max(var, eps) (the clamp left out of the gradient, as
+ *   PyTorch's); var has x's shape, or x's without the last dim, or x's
+ *   ndim with one dim of size 1 where x's differs (TM_ESHAPE otherwise);
+ *   a negative var is an error (TM_EINVAL; this reads var on the host). */
+tm_tensor *tm_margin_ranking_loss(const tm_tensor *x1, const tm_tensor *x2,
+                                  const tm_tensor *y, double margin,
+                                  tm_reduction reduction);
+tm_tensor *tm_hinge_embedding_loss(const tm_tensor *x, const tm_tensor *y,
+                                   double margin, tm_reduction reduction);
+tm_tensor *tm_soft_margin_loss(const tm_tensor *x, const tm_tensor *y,
+                               tm_reduction reduction);
+tm_tensor *tm_cosine_embedding_loss(const tm_tensor *x1, const tm_tensor *x2,
+                                    const tm_tensor *y, double margin,
+                                    tm_reduction reduction);
+tm_tensor *tm_poisson_nll_loss(const tm_tensor *x, const tm_tensor *y,
+                               bool log_input, bool full, double eps,
+                               tm_reduction reduction);
+tm_tensor *tm_gaussian_nll_loss(const tm_tensor *x, const tm_tensor *y,
+                                const tm_tensor *var, bool full, double eps,
+                                tm_reduction reduction);
 
 #ifdef __cplusplus
 }

@@ -36,10 +36,11 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: E402
-                 RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
+from ftm import (ACT, ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E402
+                 NULL, RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
-                 promote, ref_binary, ref_reduce, ref_scan, ref_sort, ref_unary,
+                 promote, ref_activation, ref_binary, ref_reduce, ref_scan,
+                 ref_sort, ref_unary,
                  scalar_wrap, tensors)
 from diff_conv import t_conv  # noqa: E402
 
@@ -245,6 +246,35 @@ def t_unary(ctx):
         ctx.own(h)
         return ctx.expect_fail(h, call)
     outcheck(ctx, h, want, od, call, rt, at)
+
+
+# ------------------------------------------------------------ activations
+
+def t_activation(ctx):
+    """One activation of nn_functional.h on a random layout.  Tolerance:
+    the compositions round once per step (up to five steps, F16/BF16
+    intermediates included), so 16 ulp of the dtype relative, plus 16 ulp
+    of |x| absolute for results that cancel (tanhshrink, softshrink and
+    hardswish near their zeros)."""
+    rng = ctx.rng
+    op = str(rng.choice(sorted(ACT)))
+    ps = [float(rng.choice(c)) for c in ACT[op]]
+    if op == "rrelu" and ps[0] > ps[1]:
+        ps.reverse()
+    dt = rdt(rng)
+    a = ctx.node(rshape(ctx), dt)
+    ctx.log.append(f"a: {a.describe()}")
+    call = f"tm_{op}({', '.join(map(str, ps))})"
+    args = ps + ([False, NULL] if op == "rrelu" else [])
+    h = getattr(ctx.lib, f"tm_{op}")(a.t, *args)
+    try:
+        want, od = ref_activation(op, a.v, dt, ps)
+    except ValueError:
+        ctx.own(h)
+        return ctx.expect_fail(h, call)
+    u = 16 * ULP[od]
+    at = u * np.abs(a.v.astype(np.float64)) + (1e-300 if od == "f64" else 1e-37)
+    outcheck(ctx, h, want, od, call, u, at)
 
 
 # ------------------------------------------------------------ where / clamp
@@ -796,8 +826,11 @@ def t_scan(ctx):
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
-            "sort": (t_sort, 2), "scan": (t_scan, 2),
-            "conv": (lambda ctx: t_conv(ctx, outcheck), 1)}
+            "sort": (t_sort, 2),
+            "scan": (t_scan, 2),
+            "conv": (lambda ctx: t_conv(ctx, outcheck), 1),
+            "activation": (t_activation, 2),
+            }
 
 
 def run_case(lib, seed, i, fams, verbose=False):

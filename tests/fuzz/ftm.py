@@ -642,3 +642,42 @@ def ref_conv(x, w, b, stride, pad, dil, groups, transpose=False, opad=None):
     if b is not None:
         y = y + b.astype(np.float64).reshape((oc,) + (1,) * nd)
     return y
+# ------------------------------------------------------------ activations
+# The activations of nn_functional.h (elementwise, float dtypes only),
+# with their parameters: name -> (C function, parameter draws).
+ACT = {"elu": ((1.0, 0.5, -0.3),), "selu": (), "celu": ((1.0, 0.5, 2.0),),
+       "relu6": (), "hardtanh": ((-1.0, -0.5), (1.0, 2.0)),
+       "hardsigmoid": (), "hardswish": (), "mish": (), "softsign": (),
+       "logsigmoid": (), "tanhshrink": (), "softshrink": ((0.5, 0.0, 2.0),),
+       "hardshrink": ((0.5, -1.0, 2.0),), "threshold": ((0.0, 1.5), (-2.0, 7.0)),
+       "rrelu": ((0.125, 0.1), (0.3, 0.5))}
+
+SELU_A, SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def ref_activation(op, x, dt, ps):
+    """The activation in f64 of x (already of dtype dt), as documented in
+    nn_functional.h; raises ValueError for a non-float dt."""
+    if dt not in FLOATS:
+        raise ValueError(f"{op} of {dt}")
+    z = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        sp = lambda v, t: np.where(v > t, v, np.logaddexp(0, v))  # noqa
+        elu = lambda v, a: np.where(v > 0, v, a * np.expm1(np.minimum(v, 0)))  # noqa
+        hsig = lambda v: np.clip(v + 3, 0, 6) / 6  # noqa
+        r = {"elu": lambda: elu(z, ps[0]),
+             "selu": lambda: SELU_S * elu(z, SELU_A),
+             "celu": lambda: np.where(z > 0, z, ps[0] * np.expm1(np.minimum(z, 0) / ps[0])),
+             "relu6": lambda: np.clip(z, 0, 6),
+             "hardtanh": lambda: np.clip(z, ps[0], ps[1]),
+             "hardsigmoid": lambda: hsig(z),
+             "hardswish": lambda: z * hsig(z),
+             "mish": lambda: z * np.tanh(sp(z, 20.0)),
+             "softsign": lambda: z / (1 + np.abs(z)),
+             "logsigmoid": lambda: -np.logaddexp(0, -z),
+             "tanhshrink": lambda: z - np.tanh(z),
+             "softshrink": lambda: z - np.clip(z, -ps[0], ps[0]),
+             "hardshrink": lambda: np.where(np.abs(z) <= ps[0], 0.0, z),
+             "threshold": lambda: np.where(z <= ps[0], ps[1], z),
+             "rrelu": lambda: np.where(z >= 0, z, z * (ps[0] + ps[1]) / 2)}[op]()
+    return cast(r, dt), dt

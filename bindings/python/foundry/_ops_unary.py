@@ -250,6 +250,29 @@ class _Elementwise:
         t._p = p
         return t
 
+    @export
+    def hardshrink(self, lambd=0.5):
+        """0 where |self| <= lambd, else self.
+
+        Any shape; float tensors only.  Mirrors torch.Tensor.hardshrink."""
+        p = lib.tm_hardshrink(self._p, float(lambd))
+        if not p:
+            raise error()
+        t = _new(_tensor.Tensor)
+        t._p = p
+        return t
+
+    @export
+    def prelu(self, weight):
+        """self where self > 0, else weight * self; weight has 1 element
+        or one per channel (dim 1).  Mirrors torch.Tensor.prelu."""
+        p = lib.tm_prelu(self._p, ptr(weight, "weight"))
+        if not p:
+            raise error()
+        t = _new(_tensor.Tensor)
+        t._p = p
+        return t
+
     @export("clamp", "clip")
     def clamp(self, min=None, max=None):
         """min(max(self, min), max): limits every element to [min, max].

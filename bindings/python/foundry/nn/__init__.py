@@ -9,6 +9,9 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
 from ._layers_conv import (Conv1d, Conv3d, ConvTranspose1d,  # noqa: F401
                            ConvTranspose2d, ConvTranspose3d)
+from . import _layers_act, _layers_loss
+from ._layers_act import *  # noqa: F401,F403
+from ._layers_loss import *  # noqa: F401,F403
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -18,3 +21,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
            "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ += _layers_act.__all__ + _layers_loss.__all__

@@ -346,6 +346,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
                                   _reduction(reduction), float(delta)))
 
 
+from ._functional_act import *  # noqa: E402,F401,F403
+from ._functional_loss2 import *  # noqa: E402,F401,F403
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
            ("operator", "ffi", "lib", "Tensor", "wrap", "ptr", "check",
             "int64_array", "with_rng")]
