@@ -1,0 +1,190 @@
+"""numpy-style keyword aliases (axis= / keepdims=), Tensor.type, and
+sort / argsort(stable=), each against PyTorch."""
+import numpy as np
+import pytest
+
+import foundry as F
+
+
+def _same(got, want):
+    """got (foundry) equals want (torch): shape, and values to float32
+    rounding (both compute in the same dtype; the accumulation order may
+    differ, hence the tolerance)."""
+    want = want.detach().numpy()
+    got = np.asarray(got.detach())
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+REDUCTIONS = ["sum", "mean", "prod", "amax", "amin", "logsumexp", "any",
+              "all", "var", "std"]
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("axis", [0, -1, (0, 2), [1, 2]])
+def test_axis_and_keepdims_match_torch(tch, rng, name, dtype, axis):
+    a = rng.standard_normal((3, 4, 5)).astype(dtype)
+    x, tx = F.tensor(a), tch.tensor(a)
+    for kw in ({"axis": axis}, {"axis": axis, "keepdims": True},
+               {"dim": axis, "keepdims": True}):
+        tkw = dict(kw)
+        if isinstance(axis, list):
+            tkw = {k: tuple(v) if isinstance(v, list) else v
+                   for k, v in tkw.items()}
+        if name == "prod" and not isinstance(axis, int):
+            # torch.prod takes one dim only; numpy is the reference there
+            want = tch.tensor(np.prod(a, axis=tuple(axis),
+                                      keepdims=bool(kw.get("keepdims"))))
+        else:
+            want = getattr(tch, name)(tx, **tkw)
+            _same(getattr(x, name)(**kw), getattr(tx, name)(**tkw))
+        _same(getattr(F, name)(x, **kw), want)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_axis_gives_values_and_indices(tch, rng, name):
+    a = rng.standard_normal((3, 4)).astype("float32")
+    x, tx = F.tensor(a).t(), tch.tensor(a).t()  # non-contiguous
+    got = getattr(x, name)(axis=1, keepdims=True)
+    want = getattr(tx, name)(axis=1, keepdims=True)
+    _same(got.values, want.values)
+    assert got.indices.tolist() == want.indices.tolist()
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_argmin_axis(tch, rng, name):
+    a = rng.standard_normal((3, 4)).astype("float64")
+    for kw in ({"axis": 0}, {"axis": -1, "keepdims": True}):
+        got = getattr(F, name)(F.tensor(a), **kw)
+        want = getattr(tch, name)(tch.tensor(a), **kw)
+        assert got.tolist() == want.tolist()
+
+
+def test_axis_on_row_ops_sort_and_scans(tch, rng):
+    a = rng.standard_normal((3, 4)).astype("float32")
+    x, tx = F.tensor(a), tch.tensor(a)
+    for name in ["softmax", "log_softmax", "cumsum"]:
+        _same(getattr(x, name)(axis=0), getattr(tx, name)(axis=0))
+    assert x.argsort(axis=0).tolist() == tx.argsort(axis=0).tolist()
+    assert x.sort(axis=0).indices.tolist() == tx.sort(axis=0).indices.tolist()
+    assert x.topk(2, axis=0).indices.tolist() == \
+        tx.topk(2, axis=0).indices.tolist()
+
+
+def test_axis_on_0d_and_empty(tch):
+    _same(F.tensor(2.5).sum(axis=0), tch.tensor(2.5).sum(axis=0))
+    e, te = F.zeros(0, 3), tch.zeros(0, 3)
+    _same(e.sum(axis=0, keepdims=True), te.sum(axis=0, keepdims=True))
+    _same(e.mean(axis=1), te.mean(axis=1))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.sum(x, dim=0, axis=0),
+    lambda m, x: m.sum(x, 0, axis=0),
+    lambda m, x: m.mean(x, dim=0, keepdim=True, keepdims=True),
+    lambda m, x: m.amax(x, dim=1, axis=1),
+    lambda m, x: m.max(x, dim=0, axis=0),
+    lambda m, x: m.var(x, 0, axis=0),
+    lambda m, x: m.argmax(x, dim=0, axis=0),
+    lambda m, x: m.argsort(x, dim=0, axis=0),
+])
+def test_both_spellings_is_a_type_error(tch, call):
+    with pytest.raises(TypeError):
+        call(tch, tch.ones(2, 3))
+    with pytest.raises(TypeError, match="alias"):
+        call(F, F.ones(2, 3))
+
+
+def test_bad_axis_is_reported_as_the_dim():
+    with pytest.raises(F.FoundryError, match="dim 2 is out of range"):
+        F.ones(2, 3).sum(axis=2)
+
+
+# ------------------------------------------------------------- type()
+@pytest.mark.parametrize("dtype,name", [
+    ("float32", "FloatTensor"), ("float64", "DoubleTensor"),
+    ("float16", "HalfTensor"), ("int64", "LongTensor"),
+    ("int32", "IntTensor"), ("int16", "ShortTensor"), ("int8", "CharTensor"),
+    ("uint8", "ByteTensor"), ("bool", "BoolTensor")])
+def test_type_names_follow_torch(tch, dtype, name):
+    x = F.zeros(2, dtype=getattr(F, dtype))
+    assert x.type() == "foundry." + name
+    assert tch.zeros(2, dtype=getattr(tch, dtype)).type() == "torch." + name
+    assert F.zeros(2).type("torch." + name).dtype == x.dtype
+    assert F.zeros(2).type("foundry." + name).dtype == x.dtype
+
+
+def test_type_converts_like_to(tch):
+    a = np.array([[1.7, -2.5], [3.0, 0.0]])
+    x = F.tensor(a).t()
+    got = x.type(F.int32)
+    assert got.dtype == F.int32
+    assert got.tolist() == tch.tensor(a).t().type(tch.int32).tolist()
+    assert x.type("float64") is x  # nothing to convert: self, as to()
+    assert x.type(np.float32).dtype == F.float32
+    assert F.tensor(1.5).type(F.float16).tolist() == 1.5
+    assert F.zeros(0, 2).type("torch.LongTensor").shape == (0, 2)
+
+
+def test_type_gradient_flows(tch):
+    x = F.tensor([1.0, 2.0], dtype=F.float64, requires_grad=True)
+    (x.type(F.float32) * 3).sum().backward()
+    assert x.grad.dtype == F.float64 and x.grad.tolist() == [3.0, 3.0]
+
+
+def test_type_bad_argument():
+    with pytest.raises(ValueError, match="FloatTensor"):
+        F.zeros(2).type("NoSuchTensor")
+    with pytest.raises(TypeError):
+        F.zeros(2).type(3)
+
+
+def test_type_names_the_device(test_device):
+    x = F.zeros(2, device=test_device)
+    assert x.type() == "foundry.test.FloatTensor"
+    assert x.type(F.float64).device == test_device
+
+
+# ------------------------------------------------------- stable sorting
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_stable_sort_keeps_ties_in_input_order(tch, rng, descending, dtype):
+    # few distinct values over long rows: many ties, longer than the
+    # insertion-sort runs, so the merges must keep the order too
+    a = rng.integers(0, 4, size=(3, 1000)).astype(dtype)
+    if dtype != "int64":
+        a[0, ::7] = np.nan
+    x, tx = F.tensor(a), tch.tensor(a)
+    for stable in (True, False):
+        got = F.argsort(x, dim=1, descending=descending, stable=stable)
+        want = tch.argsort(tx, dim=1, descending=descending, stable=True)
+        assert got.tolist() == want.tolist()
+        s = F.sort(x, 1, descending, stable=stable)
+        ts = tch.sort(tx, dim=1, descending=descending, stable=True)
+        assert s.indices.tolist() == ts.indices.tolist()
+        np.testing.assert_array_equal(s.values.numpy(), ts.values.numpy())
+
+
+def test_stable_sort_non_contiguous_and_dim0(tch, rng):
+    a = rng.integers(0, 3, size=(50, 6)).astype("float32")
+    x, tx = F.tensor(a).t(), tch.tensor(a).t()
+    assert F.argsort(x, dim=0, stable=True).tolist() == \
+        tch.argsort(tx, dim=0, stable=True).tolist()
+    assert F.argsort(x, stable=True, descending=True).tolist() == \
+        tch.argsort(tx, stable=True, descending=True).tolist()
+
+
+def test_stable_is_keyword_only(tch):
+    with pytest.raises(TypeError):
+        tch.sort(tch.ones(3), 0, False, True)
+    with pytest.raises(TypeError):
+        F.sort(F.ones(3), 0, False, True)
+    with pytest.raises(TypeError):
+        F.argsort(F.ones(3), 0, False, True)
+
+
+def test_sort_0d_and_empty(tch):
+    assert F.argsort(F.tensor(3.0), stable=True).tolist() == \
+        tch.argsort(tch.tensor(3.0), stable=True).tolist()
+    assert F.sort(F.zeros(2, 0), stable=True).values.shape == (2, 0)
