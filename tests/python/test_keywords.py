@@ -188,3 +188,129 @@ def test_sort_0d_and_empty(tch):
     assert F.argsort(F.tensor(3.0), stable=True).tolist() == \
         tch.argsort(tch.tensor(3.0), stable=True).tolist()
     assert F.sort(F.zeros(2, 0), stable=True).values.shape == (2, 0)
+
+
+# ----------------------------------------------------- div(rounding_mode)
+DIV_DTYPES = ["float32", "float64", "int64", "int32", "int16", "uint8"]
+
+
+def _operands(rng, dtype, shape_a=(3, 4), shape_b=(4,)):
+    if dtype.startswith("float"):
+        a = rng.uniform(-10, 10, shape_a).astype(dtype)
+        b = rng.uniform(-3, 3, shape_b).astype(dtype)
+        b[b == 0] = 1
+        a.flat[:4] = [7.0, -7.0, 6.0, -0.5]  # exact and signed-zero cases
+    else:
+        lo = 0 if dtype == "uint8" else -50
+        a = rng.integers(lo, 50, shape_a).astype(dtype)
+        b = rng.integers(1, 7, shape_b).astype(dtype)
+        if dtype != "uint8":
+            b[::2] *= -1
+    return a, b
+
+
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+@pytest.mark.parametrize("dtype", DIV_DTYPES)
+def test_div_rounding_modes_match_torch(tch, rng, mode, dtype):
+    a, b = _operands(rng, dtype)
+    x, y = F.tensor(a), F.tensor(b)
+    want = tch.div(tch.tensor(a), tch.tensor(b), rounding_mode=mode)
+    for got in (F.div(x, y, rounding_mode=mode),
+                x.div(y, rounding_mode=mode),
+                F.divide(x, y, rounding_mode=mode),
+                x.t().contiguous().t().div(y, rounding_mode=mode)):
+        assert got.dtype == getattr(F, str(want.dtype).split(".")[1])
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("other", [2, -3, 2.5, -0.75])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_div_rounding_with_numbers(tch, rng, mode, other, dtype):
+    a, _ = _operands(rng, dtype)
+    got = F.div(F.tensor(a), other, rounding_mode=mode)
+    want = tch.div(tch.tensor(a), other, rounding_mode=mode)
+    assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_div_rounding_non_contiguous_broadcast_0d_empty(tch, rng):
+    a = rng.uniform(-9, 9, (5, 3)).astype("float64")
+    for mode in ("trunc", "floor"):
+        x, tx = F.tensor(a).t(), tch.tensor(a).t()
+        s, ts = F.tensor(-1.5, dtype=F.float64), tch.tensor(-1.5,
+                                                           dtype=tch.float64)
+        np.testing.assert_array_equal(
+            F.div(x, s, rounding_mode=mode).numpy(),
+            tch.div(tx, ts, rounding_mode=mode).numpy())
+        np.testing.assert_array_equal(
+            F.div(s, x[:, :1], rounding_mode=mode).numpy(),
+            tch.div(ts, tx[:, :1], rounding_mode=mode).numpy())
+        assert F.div(F.zeros(0, 3), F.ones(3),
+                     rounding_mode=mode).shape == (0, 3)
+
+
+def test_div_float_division_by_zero_is_inf_or_nan(tch):
+    a = np.array([5.0, -5.0, 0.0], dtype="float32")
+    for mode in ("trunc", "floor"):
+        np.testing.assert_array_equal(
+            F.div(F.tensor(a), 0.0, rounding_mode=mode).numpy(),
+            tch.div(tch.tensor(a), 0.0, rounding_mode=mode).numpy())
+
+
+def test_div_rounding_modes_have_zero_gradient(tch):
+    a = np.array([1.5, -2.5, 3.0, 4.0])
+    b = np.array([0.5, 1.0, 0.0, -3.0])
+    for mode in ("trunc", "floor"):
+        x = F.tensor(a, requires_grad=True)
+        y = F.tensor(b, requires_grad=True)
+        tx = tch.tensor(a, requires_grad=True)
+        ty = tch.tensor(b, requires_grad=True)
+        F.div(x, y, rounding_mode=mode).sum().backward()
+        tch.div(tx, ty, rounding_mode=mode).sum().backward()
+        assert x.grad.tolist() == tx.grad.tolist()
+        assert y.grad.tolist() == ty.grad.tolist()  # zeros, not NaN at 0
+
+
+def test_true_divide_and_true_division_gradient(tch):
+    a, b = np.array([1.0, -2.0]), np.array([4.0, 0.5])
+    assert F.true_divide(F.tensor([7, -7]), 2).tolist() == [3.5, -3.5]
+    x = F.tensor(a, requires_grad=True)
+    tx = tch.tensor(a, requires_grad=True)
+    F.div(x, F.tensor(b)).sum().backward()
+    tch.div(tx, tch.tensor(b)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-15)
+    with pytest.raises(TypeError):
+        F.true_divide(F.ones(2), 2, rounding_mode="floor")
+
+
+def test_div_in_place_rounding(tch):
+    a, b = [7, -7, 5, -5], [2, 2, -3, -3]
+    for mode in ("trunc", "floor"):
+        x, tx = F.tensor(a), tch.tensor(a)
+        assert x.div_(F.tensor(b), rounding_mode=mode) is x
+        tx.div_(tch.tensor(b), rounding_mode=mode)
+        assert x.tolist() == tx.tolist() and x.dtype == F.int64
+    x = F.tensor([7.0, -7.0])
+    x.div_(2, rounding_mode="trunc")
+    assert x.tolist() == [3.0, -3.0]
+    with pytest.raises(TypeError):
+        F.tensor([1, 2]).div_(2.5, rounding_mode="trunc")
+    with pytest.raises(TypeError):
+        F.tensor([1, 2]).div_(2)  # true division gives a float
+
+
+def test_div_bad_rounding_mode_and_zero_division(tch):
+    with pytest.raises(RuntimeError):
+        tch.div(tch.ones(2), 2, rounding_mode="round")
+    with pytest.raises(ValueError, match="rounding_mode"):
+        F.div(F.ones(2), 2, rounding_mode="round")
+    with pytest.raises(ValueError, match="rounding_mode"):
+        F.ones(2).div_(2, rounding_mode="ceil")
+    with pytest.raises(RuntimeError):
+        tch.div(tch.tensor([1]), tch.tensor([0]), rounding_mode="trunc")
+    for mode in ("trunc", "floor"):
+        with pytest.raises(ValueError, match="division by zero"):
+            F.div(F.tensor([1]), F.tensor([0]), rounding_mode=mode)
+    with pytest.raises(TypeError):
+        F.div(F.ones(2), "2", rounding_mode="floor")
