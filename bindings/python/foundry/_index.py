@@ -44,15 +44,42 @@ def _as_index_tensor(x, dev):
                   device=dev)
 
 
+def _sequence_as_tuple(key):
+    """Whether a key that is not a tuple stands for one, by PyTorch's (and
+    old numpy's) rule: a list (not a tensor or an array) shorter than 32
+    holding a tensor, a sequence, a slice, None or Ellipsis.  So x[[0, 1]]
+    picks rows 0 and 1, while x[[[0, 1]]] is x[[0, 1]] and x[[0, 1], [1,
+    2]] (a list of two lists) is x[[0, 1], [1, 2]]."""
+    if not isinstance(key, list) or len(key) >= 32:
+        return False
+    return any(k is None or k is Ellipsis or
+               isinstance(k, (slice, list, tuple, np.ndarray,
+                              _tensor.Tensor)) for k in key)
+
+
+def _plain(x):
+    """Nested lists / tuples with the tensors in them made Python data, so
+    numpy reads them as numbers."""
+    if isinstance(x, _tensor.Tensor):
+        return x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_plain(e) for e in x]
+    return x
+
+
 def _normalise(key, t):
-    """key -> a list of items with the Ellipsis expanded, for tensor t."""
+    """key -> a list of items with the Ellipsis expanded, for tensor t.
+    A sequence inside the key (a list or a tuple, nested to any depth) is
+    an advanced index, as in PyTorch: x[(0,), 1] is x[[0], 1]."""
     ndim = t.ndim
     Tensor = _tensor.Tensor
     if not isinstance(key, tuple):
-        key = (key,)
+        key = tuple(key) if _sequence_as_tuple(key) else (key,)
     items = []
     for k in key:
-        if isinstance(k, (list, np.ndarray)) or (
+        if isinstance(k, (list, tuple)):
+            items.append(_as_index_tensor(_plain(k), t.device))
+        elif isinstance(k, np.ndarray) or (
                 isinstance(k, Tensor) and k.ndim > 0) or (
                 isinstance(k, Tensor) and k.dtype is _c.bool_):
             items.append(_as_index_tensor(k, t.device))
