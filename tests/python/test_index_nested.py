@@ -150,3 +150,54 @@ def test_where_foundry_is_stricter_than_torch(arrays):
         F.tensor(arrays)[((0.5,),)]
     with pytest.raises(IndexError, match="ellipsis"):
         F.tensor(arrays)[..., ...]
+
+
+# ------------------------------------------------------ the 8-dim limit
+def test_tensors_have_at_most_8_dims():
+    assert F._c.lib.TM_MAX_DIMS == 8
+    x = F.zeros(*([1] * 8))
+    calls = {
+        "unsqueeze": lambda: x.unsqueeze(0),
+        "None index": lambda: x[None],
+        "None write": lambda: x.__setitem__((None, None), 1.0),
+        "view": lambda: F.zeros(2).view(*([1] * 8 + [2])),
+        "reshape": lambda: F.zeros(2).reshape([1] * 8 + [2]),
+        "expand": lambda: x.expand([1] * 9),
+        "broadcast_to": lambda: x.broadcast_to([1] * 9),
+        "zeros": lambda: F.zeros(*([1] * 9)),
+        "tensor": lambda: F.tensor(np.zeros([1] * 9)),
+        "from_numpy": lambda: F.from_numpy(np.zeros([1] * 9)),
+        "stack": lambda: F.stack([x, x]),
+        "repeat": lambda: x.repeat(*([1] * 9)),
+        "unflatten": lambda: F.zeros(4).unflatten(0, (1,) * 8 + (4,)),
+        "one_hot": lambda: F.nn.functional.one_hot(
+            F.zeros(*([1] * 8), dtype=F.int64), 3),
+        "new_zeros": lambda: F.zeros(2).new_zeros([1] * 9),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match="8") as e:
+            call()
+        assert "dim" in str(e.value), name
+    assert x[0].unsqueeze(0).ndim == 8  # one dim fewer still works
+
+
+@pytest.mark.parametrize("key", [
+    (F.zeros(1, 1, dtype=F.int64),),          # 2 + 7 dims
+    ([[[[[[[[0]]]]]]]],),                      # an 8-d index: 8 + 7
+    (F.zeros(1, 1, 1, dtype=F.int64), Ellipsis, [0]),
+])
+def test_advanced_index_past_8_dims_names_the_limit(key):
+    x = F.zeros(1, 1, 1, 1, 1, 1, 1, 2)
+    with pytest.raises(ValueError, match="at most 8 dims"):
+        x[key]
+    with pytest.raises(ValueError, match="at most 8 dims"):
+        x[key] = 1.0
+
+
+def test_advanced_index_at_8_dims_works(tch):
+    a = np.arange(16.0).reshape(1, 1, 1, 1, 1, 1, 2, 8)
+    k = (np.zeros((1, 1), dtype=np.int64), Ellipsis, [1, 0])
+    got = F.tensor(a)[(F.tensor(k[0]), k[1], k[2])]
+    want = tch.tensor(a)[(tch.tensor(k[0]), k[1], k[2])]
+    assert got.ndim == 8
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

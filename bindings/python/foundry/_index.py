@@ -174,6 +174,11 @@ def _plan(v, adv):
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     # final order: B at dims[0] if adjacent (numpy), else first
     nb = len(bshape)
+    if nb + len(rest) > lib.TM_MAX_DIMS:
+        raise ValueError(f"indexing: the result would have "
+                         f"{nb + len(rest)} dims (index dims "
+                         f"{list(bshape)} and {len(rest)} more); tensors "
+                         f"have at most {lib.TM_MAX_DIMS} dims")
     before = len([d for d in rest if d < dims[0]]) if adjacent else 0
     final = (list(range(nb, nb + before)) + list(range(nb)) +
              list(range(nb + before, nb + len(rest))))
