@@ -130,4 +130,5 @@ const tm_backend tm__cpu_backend = {
     .embedding_backward = tm__cpu_embedding_backward,
     .optim_step = tm__cpu_optim_step,
     .grad_norm = tm__cpu_grad_norm,
+    .scatter_reduce = tm__cpu_scatter_reduce,
 };

@@ -100,7 +100,7 @@ tm_ctx *tm_device_ctx(tm_device dev);
     X(POOL_BACKWARD, pool_backward) X(LOSS, loss)                             \
     X(LOSS_BACKWARD, loss_backward)                                           \
     X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
-    X(GRAD_NORM, grad_norm)
+    X(GRAD_NORM, grad_norm) X(SCATTER_REDUCE, scatter_reduce)
 
 typedef enum tm_entry {
 #define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
@@ -404,6 +404,18 @@ typedef struct tm_backend {
     tm_status (*grad_norm)(tm_ctx *ctx, const tm_buf *out,
                            const tm_buf *bufs, int n, tm_norm_kind kind,
                            double p);
+
+    /* ---- appended entries ---- */
+
+    /* dst[index along dim] = reduce(dst[...], src[p]) for each position p
+     * of `index` in row-major order (as scatter), with `kind` SUM, PROD,
+     * AMAX or AMIN (MEAN is no kernel kind: the front end divides a SUM
+     * by counts; TM_EINVAL for it).  src has index's shape; integers
+     * wrap; AMAX / AMIN propagate NaN; BOOL multiplies as `and`.
+     * Range-checks every index first (TM_ERANGE, dst untouched). */
+    tm_status (*scatter_reduce)(tm_ctx *ctx, const tm_buf *dst, int dim,
+                                const tm_buf *index, const tm_buf *src,
+                                tm_scatter_reduce_kind kind);
 } tm_backend;
 
 /* Registers the backend of a device type.  Checks abi_version and size
