@@ -277,7 +277,9 @@ def _index(index):
 
 _REDUCE_KINDS = {"sum": lib.TM_SCATTER_SUM, "prod": lib.TM_SCATTER_PROD,
                  "mean": lib.TM_SCATTER_MEAN, "amax": lib.TM_SCATTER_AMAX,
-                 "amin": lib.TM_SCATTER_AMIN}
+                 "amin": lib.TM_SCATTER_AMIN,
+                 # undocumented aliases that torch accepts too
+                 "max": lib.TM_SCATTER_AMAX, "min": lib.TM_SCATTER_AMIN}
 
 
 def _reduce_kind(reduce):
