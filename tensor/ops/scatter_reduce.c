@@ -33,16 +33,18 @@ static double identity(tm_scatter_reduce_kind k, tm_dtype dt)
 
 /* dst /= counts (rounded toward -inf for integers), where counts[p] is
  * the number of values place p received (+1 when include_self), 1 where
- * none. */
+ * none.  Counts are I64 or F64 whatever dst's dtype (an I8 or F16 count
+ * would overflow or round), and the quotient is rounded once into dst. */
 static tm_status divide_by_counts(const char *fn, tm_tensor *dst, int dim,
                                   const tm_tensor *index, bool include_self)
 {
     tm_tensor *cnt = NULL, *ones = NULL, *zero = NULL, *q = NULL;
     tm_status st = TM_OK;
     tm_device dev = tm_device_of(dst);
-    cnt = tm_full_on(dst->shape, dst->ndim, include_self ? 1.0 : 0.0,
-                     dst->dtype, dev);
-    ones = tm_full_on(index->shape, index->ndim, 1.0, dst->dtype, dev);
+    tm_dtype cdt = tm_dtype_is_float(dst->dtype) ? TM_F64 : TM_I64;
+    cnt = tm_full_on(dst->shape, dst->ndim, include_self ? 1.0 : 0.0, cdt,
+                     dev);
+    ones = tm_full_on(index->shape, index->ndim, 1.0, cdt, dev);
     if (!cnt || !ones) goto fail;
     if ((st = tm__scatter_kind(fn, cnt, dim, index, ones, 0,
                                TM_SCATTER_SUM)))
