@@ -314,3 +314,32 @@ def test_div_bad_rounding_mode_and_zero_division(tch):
             F.div(F.tensor([1]), F.tensor([0]), rounding_mode=mode)
     with pytest.raises(TypeError):
         F.div(F.ones(2), "2", rounding_mode="floor")
+
+
+# -------------------------------------------------------- count_nonzero
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+def test_count_nonzero_matches_torch(tch, rng, dtype):
+    a = rng.integers(-1, 2, (3, 4, 5)).astype(dtype)
+    if dtype.startswith("float"):
+        a[0, 0, :2] = [np.nan, -0.0]  # NaN counts, -0.0 does not
+    x, tx = F.tensor(a), tch.tensor(a)
+    for kw in ({}, {"dim": 1}, {"dim": (0, 2)}, {"axis": -1}):
+        want = tch.count_nonzero(tx, **kw)
+        for got in (F.count_nonzero(x, **kw), x.count_nonzero(**kw)):
+            assert got.dtype == F.int64
+            assert got.tolist() == want.tolist()
+    xt, txt = F.tensor(a).permute(2, 0, 1), tch.tensor(a).permute(2, 0, 1)
+    assert xt.count_nonzero(1).tolist() == txt.count_nonzero(1).tolist()
+
+
+def test_count_nonzero_0d_empty_and_errors(tch):
+    assert F.count_nonzero(F.tensor(2.0)).tolist() == \
+        tch.count_nonzero(tch.tensor(2.0)).tolist()
+    assert F.count_nonzero(F.zeros(0, 3), 0).tolist() == \
+        tch.count_nonzero(tch.zeros(0, 3), 0).tolist()
+    with pytest.raises(TypeError):
+        tch.count_nonzero(tch.ones(2), dim=0, axis=0)
+    with pytest.raises(TypeError, match="alias"):
+        F.count_nonzero(F.ones(2), dim=0, axis=0)
+    with pytest.raises(F.FoundryError, match="out of range"):
+        F.count_nonzero(F.ones(2), 1)

@@ -208,6 +208,17 @@ class _Reductions:
         return wrap(lib.tm_norm(self._p, dims, n, float(p), bool(keepdim)))
 
     @export
+    def count_nonzero(self, dim=None, *, axis=None):
+        """The number of non-zero elements (int64) over dim: None (every
+        dim), an int or a sequence of ints (axis= is an alias).  NaN
+        counts as non-zero; the reduced dims are removed.  Mirrors
+        torch.count_nonzero and torch.Tensor.count_nonzero."""
+        dim, _ = aliases("count_nonzero", dim, axis)
+        nz = wrap(lib.tm_binary_scalar(lib.TM_OP_NE, self._p, 0.0))
+        dims, n = dims_arg(dim)
+        return wrap(lib.tm_sum(nz._p, dims, n, False))
+
+    @export
     def cumsum(self, dim=None, *, axis=None):
         """Running sum along dim (axis= is an alias).
 
