@@ -261,3 +261,30 @@ def test_bad_weights_and_targets(tch):
         nn.functional.nll_loss(x, y, F.ones(3), reduction="avg")
     with pytest.raises(ValueError, match="label_smoothing"):
         nn.functional.cross_entropy(x, y, F.ones(3), label_smoothing=1.5)
+
+
+def test_weighted_losses_on_the_test_device(tch, rng, test_device):
+    x, y, w = _ce_inputs(rng, "float64")
+    d = test_device
+    for fn in ("cross_entropy", "nll_loss"):
+        got = getattr(nn.functional, fn)(F.tensor(x, device=d),
+                                         F.tensor(y, device=d),
+                                         F.tensor(w, device=d),
+                                         label_smoothing=0.1) \
+            if fn == "cross_entropy" else \
+            getattr(nn.functional, fn)(F.tensor(x, device=d),
+                                       F.tensor(y, device=d),
+                                       F.tensor(w, device=d))
+        want = getattr(tch.nn.functional, fn)(
+            tch.tensor(x), tch.tensor(y), tch.tensor(w),
+            **({"label_smoothing": 0.1} if fn == "cross_entropy" else {}))
+        assert got.device == d
+        _close(got.cpu(), want, "float64")
+    t = rng.uniform(0, 1, x.shape)
+    pw = rng.uniform(0.5, 2, x.shape[1])
+    got = nn.functional.binary_cross_entropy_with_logits(
+        F.tensor(x, device=d), F.tensor(t, device=d),
+        pos_weight=F.tensor(pw, device=d))
+    want = tch.nn.functional.binary_cross_entropy_with_logits(
+        tch.tensor(x), tch.tensor(t), pos_weight=tch.tensor(pw))
+    _close(got.cpu(), want, "float64")
