@@ -201,3 +201,16 @@ def test_advanced_index_at_8_dims_works(tch):
     want = tch.tensor(a)[(tch.tensor(k[0]), k[1], k[2])]
     assert got.ndim == 8
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_nested_keys_on_the_test_device(tch, arrays, test_device):
+    x = F.tensor(arrays, device=test_device)
+    tx = tch.tensor(arrays)
+    for k in (((0, 1), [[0], [2]]), [[1, 0], (2,)], (Ellipsis, (1, 3))):
+        got = x[k]
+        assert got.device == test_device
+        np.testing.assert_array_equal(got.cpu().numpy(),
+                                      _torch_get(tch, tx, k).numpy())
+    x[(1,), (0, 2)] = 5.0
+    tx[(1,), (0, 2)] = 5.0
+    np.testing.assert_array_equal(x.cpu().numpy(), tx.numpy())
