@@ -157,7 +157,8 @@ TEST(scatter_reduce_bad_input_and_in_place_atomicity)
     tm_tensor *t = tt_tensor(tv, (int64_t[]){3}, 1, TM_F32);
     tm_tensor *s = tm_ones((int64_t[]){2}, 1, TM_F32);
     tm_tensor *s64 = tm_ones((int64_t[]){2}, 1, TM_F64);
-    tm_tensor *bad = i64(iv, (int64_t[]){2}, 1), *good = i64(ok, (int64_t[]){2}, 1);
+    tm_tensor *bad = i64(iv, (int64_t[]){2}, 1);
+    tm_tensor *good = i64(ok, (int64_t[]){2}, 1);
     tm_tensor *b = tm_zeros((int64_t[]){3}, 1, TM_BOOL);
     tm_tensor *bs = tm_zeros((int64_t[]){2}, 1, TM_BOOL);
     REQUIRE(t && s && s64 && bad && good && b && bs);
