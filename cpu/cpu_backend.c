@@ -131,4 +131,5 @@ const tm_backend tm__cpu_backend = {
     .optim_step = tm__cpu_optim_step,
     .grad_norm = tm__cpu_grad_norm,
     .scan = tm__cpu_scan,
+    .scatter_reduce = tm__cpu_scatter_reduce,
 };

@@ -99,6 +99,9 @@ tm_status tm__cpu_scatter(tm_ctx *ctx, const tm_buf *dst, int dim, const tm_buf 
                           const tm_buf *src, bool add);
 tm_status tm__cpu_index_select(tm_ctx *ctx, const tm_buf *out, const tm_buf *in, int dim,
                                const tm_buf *index);
+tm_status tm__cpu_scatter_reduce(tm_ctx *ctx, const tm_buf *dst, int dim,
+                                 const tm_buf *index, const tm_buf *src,
+                                 tm_scatter_reduce_kind kind);
 tm_status tm__cpu_sort(tm_ctx *ctx, const tm_buf *values, const tm_buf *indices,
                        const tm_buf *in, bool descending);
 tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,

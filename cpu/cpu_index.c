@@ -7,7 +7,8 @@
  * gather, dst for scatter), located at p with coordinate `dim` replaced by
  * the index value:
  *   gather   out[p] = in[p / dim := index[p]]
- *   scatter  dst[p / dim := index[p]] = src[p]   (+= for scatter add)
+ *   scatter  dst[p / dim := index[p]] = src[p]   (+= for scatter add;
+ *            *=, max, min for scatter_reduce)
  * Every index is range-checked in a first pass before anything is written,
  * so a failing scatter leaves dst untouched.  Gather and index_select split
  * rows over the thread pool (each output element is written once);
@@ -16,7 +17,9 @@
  * a fixed order).
  */
 #include "cpu_impl.h"
+#include "../tensor/core/convert.h"
 
+#include <math.h>
 #include <string.h>
 
 /* One index value (I64 or I32) at p. */
@@ -117,7 +120,8 @@ static tm_status tm__ix_check(const char *fn, const tm_buf *index, int dim,
 
 /* ---------------------------------------------------------- the row walk */
 
-enum { TM__IX_GATHER, TM__IX_SCATTER, TM__IX_ADD };
+enum { TM__IX_GATHER, TM__IX_SCATTER, TM__IX_ADD, TM__IX_MUL, TM__IX_MAX,
+       TM__IX_MIN };
 
 typedef struct {
     int mode, ndim, dim;
@@ -228,6 +232,41 @@ static void tm__add_elem(char *d, const char *s, tm_dtype dt)
     }
 }
 
+static void tm__st_int(char *d, tm_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case TM_I8: tm__stI_I8(d, v); break;
+    case TM_U8: tm__stI_U8(d, v); break;
+    case TM_I16: tm__stI_I16(d, v); break;
+    case TM_I32: tm__stI_I32(d, v); break;
+    case TM_I64: tm__stI_I64(d, v); break;
+    default: tm__stI_BOOL(d, v); break;
+    }
+}
+
+/* *d = *d * s, max(*d, s) or min(*d, s).  Floats compute in double and
+ * round once (a product of two floats is exact in double, so F32 gets
+ * the F32 product); NaN propagates through max and min, as in PyTorch.
+ * Integers wrap; for BOOL the product is `and`, max `or`, min `and`. */
+static void tm__reduce_elem(char *d, const char *s, tm_dtype dt, int mode)
+{
+    if (tm__is_float_src(dt)) {
+        double x = tm__ld_float(d, dt), y = tm__ld_float(s, dt), r;
+        if (mode == TM__IX_MUL) r = x * y;
+        else if (isnan(x) || isnan(y)) r = isnan(x) ? x : y;
+        else if (mode == TM__IX_MAX) r = y > x ? y : x;
+        else r = y < x ? y : x;
+        tm__st_float(d, dt, r);
+        return;
+    }
+    int64_t x = tm__ld_int(d, dt), y = tm__ld_int(s, dt), r;
+    if (mode == TM__IX_MUL)
+        r = dt == TM_BOOL ? (x && y) : (int64_t)((uint64_t)x * (uint64_t)y);
+    else if (mode == TM__IX_MAX) r = y > x ? y : x;
+    else r = y < x ? y : x;
+    tm__st_int(d, dt, r);
+}
+
 /* Copies one element of es bytes (the switch lets the compiler inline). */
 static inline void tm__mv(char *d, const char *s, size_t es)
 {
@@ -275,7 +314,8 @@ static void tm__ix_rows(const tm__ix *c, int64_t r0, int64_t r1)
                 char *tp = t + k * tk;
                 if (c->mode == TM__IX_GATHER) tm__mv(a, tp, c->es);
                 else if (c->mode == TM__IX_SCATTER) tm__mv(tp, a, c->es);
-                else tm__add_elem(tp, a, c->dt);
+                else if (c->mode == TM__IX_ADD) tm__add_elem(tp, a, c->dt);
+                else tm__reduce_elem(tp, a, c->dt, c->mode);
             }
         }
         for (int d = last - 1; d >= 0; d--) {
@@ -331,6 +371,32 @@ tm_status tm__cpu_scatter(tm_ctx *ctx, const tm_buf *dst, int dim, const tm_buf 
     if ((st = tm__ix_check(__func__, index, dim, size))) return st;
     tm__ix c;
     tm__ix_init(&c, add ? TM__IX_ADD : TM__IX_SCATTER, src, index, dst, dim);
+    tm__ix_run(&c);
+    return TM_OK;
+}
+
+tm_status tm__cpu_scatter_reduce(tm_ctx *ctx, const tm_buf *dst, int dim,
+                                 const tm_buf *index, const tm_buf *src,
+                                 tm_scatter_reduce_kind kind)
+{
+    (void)ctx;
+    int mode;
+    switch (kind) {
+    case TM_SCATTER_SUM: mode = TM__IX_ADD; break;
+    case TM_SCATTER_PROD: mode = TM__IX_MUL; break;
+    case TM_SCATTER_AMAX: mode = TM__IX_MAX; break;
+    case TM_SCATTER_AMIN: mode = TM__IX_MIN; break;
+    default:
+        return tm__errf(TM_EINVAL, __func__,
+                        "reduce kind %d is not a kernel kind (sum, prod, "
+                        "amax or amin)", (int)kind);
+    }
+    tm_status st = tm__ix_dtype(__func__, index->dtype);
+    if (st) return st;
+    int64_t size = dst->ndim ? dst->shape[dim] : 1;
+    if ((st = tm__ix_check(__func__, index, dim, size))) return st;
+    tm__ix c;
+    tm__ix_init(&c, mode, src, index, dst, dim);
     tm__ix_run(&c);
     return TM_OK;
 }

@@ -100,7 +100,8 @@ tm_ctx *tm_device_ctx(tm_device dev);
     X(POOL_BACKWARD, pool_backward) X(LOSS, loss)                             \
     X(LOSS_BACKWARD, loss_backward)                                           \
     X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
-    X(GRAD_NORM, grad_norm) X(SCAN, scan)
+    X(GRAD_NORM, grad_norm) X(SCAN, scan)                                     \
+    X(SCATTER_REDUCE, scatter_reduce)
 
 typedef enum tm_entry {
 #define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
@@ -433,6 +434,15 @@ typedef struct tm_backend {
     tm_status (*scan)(tm_ctx *ctx, tm_scan_kind kind, const tm_buf *out,
                       const tm_buf *indices, const tm_buf *in, int dim,
                       bool reverse);
+    /* dst[index along dim] = reduce(dst[...], src[p]) for each position p
+     * of `index` in row-major order (as scatter), with `kind` SUM, PROD,
+     * AMAX or AMIN (MEAN is no kernel kind: the front end divides a SUM
+     * by counts; TM_EINVAL for it).  src has index's shape; integers
+     * wrap; AMAX / AMIN propagate NaN; BOOL multiplies as `and`.
+     * Range-checks every index first (TM_ERANGE, dst untouched). */
+    tm_status (*scatter_reduce)(tm_ctx *ctx, const tm_buf *dst, int dim,
+                                const tm_buf *index, const tm_buf *src,
+                                tm_scatter_reduce_kind kind);
 } tm_backend;
 
 /* Registers the backend of a device type.  Checks abi_version and size

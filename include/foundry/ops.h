@@ -438,6 +438,35 @@ tm_tensor *tm_scatter_add(const tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src);
 tm_status tm_scatter_add_(tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src);
+/* How tm_scatter_reduce combines the values landing on one place.  Values
+ * only ever appended. */
+typedef enum tm_scatter_reduce_kind {
+    TM_SCATTER_SUM = 0,
+    TM_SCATTER_PROD = 1,
+    TM_SCATTER_MEAN = 2,
+    TM_SCATTER_AMAX = 3,
+    TM_SCATTER_AMIN = 4
+} tm_scatter_reduce_kind;
+/* A copy of `t` where each place that index points at (along dim, as
+ * tm_scatter) holds the reduction of the src values sent there, together
+ * with t's own value when include_self (PyTorch's scatter_reduce).  Places
+ * no index points at keep t's value.  MEAN divides by the number of values
+ * reduced (t's counting when include_self); for integer dtypes it rounds
+ * toward -inf, as PyTorch.  AMAX / AMIN propagate NaN.  Shapes and checks
+ * as tm_scatter (src has t's dtype).  Gradients, as PyTorch: SUM passes g
+ * through; MEAN divides it by the count; PROD gives each factor the
+ * product of the others (exact with zeros); AMAX / AMIN split g evenly
+ * between the values equal to the result.  With include_self false, t gets
+ * no gradient at the places written.  The in-place form checks everything
+ * before writing. */
+tm_tensor *tm_scatter_reduce(const tm_tensor *t, int dim,
+                             const tm_tensor *index, const tm_tensor *src,
+                             tm_scatter_reduce_kind reduce,
+                             bool include_self);
+tm_status tm_scatter_reduce_(tm_tensor *t, int dim, const tm_tensor *index,
+                             const tm_tensor *src,
+                             tm_scatter_reduce_kind reduce,
+                             bool include_self);
 /* Picks entries of a 1-D `index` along `dim`: out's `dim` has index's
  * length (a 0-d index counts as length 1). */
 tm_tensor *tm_index_select(const tm_tensor *t, int dim,

@@ -132,6 +132,12 @@ tm_tensor *tm__grad_scatter(tm_tensor *out, const tm_tensor *t, int dim,
                             bool add);
 tm_tensor *tm__grad_index_select(tm_tensor *out, const tm_tensor *t,
                                  int dim, const tm_tensor *index);
+/* out = scatter_reduce(t, dim, index, src, kind, include_self) (ops/
+ * scatter_reduce.c; kind a tm_scatter_reduce_kind). */
+tm_tensor *tm__grad_scatter_reduce(tm_tensor *out, const tm_tensor *t,
+                                   int dim, const tm_tensor *index,
+                                   const tm_tensor *src, int kind,
+                                   bool include_self);
 
 /* -------------------------------------------------------- ops/shape.c */
 

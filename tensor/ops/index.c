@@ -1,5 +1,6 @@
 /* index.c — gather, scatter, scatter_add, index_select, one_hot. */
 #include "../core/grad_hooks.h"
+#include "index_impl.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,6 +78,14 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
                              const tm_tensor *index, const tm_tensor *src,
                              double value, bool add)
 {
+    return tm__scatter_kind(fn, dst, dim, index, src, value,
+                            add ? (int)TM_SCATTER_SUM : TM__SCATTER_WRITE);
+}
+
+tm_status tm__scatter_kind(const char *fn, tm_tensor *dst, int dim,
+                           const tm_tensor *index, const tm_tensor *src,
+                           double value, int kind)
+{
     char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
     int d;
     if (tm__check_gather_args(fn, dst, dim, index, &d)) return tm_last_status();
@@ -135,8 +144,13 @@ static tm_status tm__scatter(const char *fn, tm_tensor *dst, int dim,
     tm__stage_inout(&sg, &db);
     tm__stage_in(&sg, &ib);
     tm__stage_in(&sg, &sb);
-    st = TM__CALL_STAGED(fn, cx, &sg, SCATTER, 0, scatter, &db, d, &ib, &sb,
-                         add);
+    if (kind == TM__SCATTER_WRITE || kind == TM_SCATTER_SUM)
+        st = TM__CALL_STAGED(fn, cx, &sg, SCATTER, 0, scatter, &db, d, &ib,
+                             &sb, kind == TM_SCATTER_SUM);
+    else
+        st = TM__CALL_STAGED(fn, cx, &sg, SCATTER_REDUCE, kind,
+                             scatter_reduce, &db, d, &ib, &sb,
+                             (tm_scatter_reduce_kind)kind);
     if (st) tm__relabel_error(fn, st);
     else tm__bump_version(dst);
     goto done;

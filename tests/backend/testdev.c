@@ -207,6 +207,9 @@ static tm_status tt_run(tt_job *j)
         return c->scatter(x, &b[0], (int)j->k, &b[1], &b[2], j->flag);
     case TM_ENTRY_INDEX_SELECT:
         return c->index_select(x, &b[0], &b[1], (int)j->k, &b[2]);
+    case TM_ENTRY_SCATTER_REDUCE:
+        return c->scatter_reduce(x, &b[0], (int)j->k, &b[1], &b[2],
+                                 (tm_scatter_reduce_kind)j->op);
     case TM_ENTRY_SORT: return c->sort(x, &b[0], &b[1], &b[2], j->flag);
     case TM_ENTRY_SOFTMAX: return c->softmax(x, &b[0], &b[1], j->flag);
     case TM_ENTRY_NORM_ROWS:
@@ -460,6 +463,16 @@ static tm_status tt_scatter(tm_ctx *c, const tm_buf *dst, int dim,
     TT_NEW(TM_ENTRY_SCATTER);
     j->k = dim;
     j->flag = add;
+    return TT_QUEUE(c, dst, index, src);
+}
+
+static tm_status tt_scatter_reduce(tm_ctx *c, const tm_buf *dst, int dim,
+                                   const tm_buf *index, const tm_buf *src,
+                                   tm_scatter_reduce_kind kind)
+{
+    TT_NEW(TM_ENTRY_SCATTER_REDUCE);
+    j->k = dim;
+    j->op = (int)kind;
     return TT_QUEUE(c, dst, index, src);
 }
 
@@ -765,6 +778,7 @@ static void tt_build(void)
         TT_IF(pool_backward), TT_IF(loss), TT_IF(loss_backward),
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
         TT_IF(scan),
+        TT_IF(scatter_reduce),
 #undef TT_IF
     };
     tt_backend = b;

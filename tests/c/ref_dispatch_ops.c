@@ -361,6 +361,10 @@ tm_status tt_index_dispatch(const tt_refcase *c, tm_tensor **got, int *ngot)
             st = tm_scatter_(c->in[0], dim, c->in[1], c->in[2]);
         if (st) return st;
         r = tm_retain(c->in[0]);
+    } else if (!strcmp(op, "scatter_reduce")) {
+        r = tm_scatter_reduce(c->in[0], dim, c->in[1], c->in[2],
+                              (tm_scatter_reduce_kind)tt_arg(c, "kind", 0),
+                              tt_arg(c, "include_self", 1) != 0);
     } else if (!strcmp(op, "index_select")) {
         r = tm_index_select(c->in[0], dim, c->in[1]);
     } else if (!strcmp(op, "one_hot")) {

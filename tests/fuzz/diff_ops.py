@@ -40,7 +40,7 @@ from ftm import (ACT, ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E
                  NULL, RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
                  promote, ref_activation, ref_binary, ref_reduce, ref_scan,
-                 ref_sort, ref_unary,
+                 ref_scatter_reduce, ref_sort, ref_unary,
                  scalar_wrap, tensors)
 from diff_conv import t_conv  # noqa: E402
 
@@ -583,6 +583,35 @@ def t_index(ctx):
     outcheck(ctx, r, want, dt, op)
 
 
+def t_scatter_reduce(ctx):
+    rng = ctx.rng
+    kinds = ["sum", "prod", "mean", "amax", "amin"]
+    k = int(rng.integers(0, 5))
+    inc = bool(rng.random() < 0.5)
+    dt = rdt(rng)
+    nd = int(rng.integers(1, 4))
+    sh = [int(rng.integers(1, 5)) for _ in range(nd)]
+    x = ctx.node(sh, dt)
+    d = int(rng.integers(-nd, nd))
+    ish = [int(rng.integers(0, s + 1)) for s in sh]
+    ish[d % nd] = int(rng.integers(0, 7))  # collisions along dim
+    ix = index_node(ctx, ish, sh[d])
+    src = ctx.node([s + int(rng.integers(0, 2)) for s in ish], dt)
+    ctx.log.append(f"x: {x.describe()}\n  scatter_reduce {kinds[k]} dim={d} "
+                   f"include_self={inc}\nindex: {ix.describe()}\n"
+                   f"src: {src.describe()}")
+    iv = ix.v.astype(np.int64)
+    h = ctx.lib.tm_scatter_reduce(x.t, d, ix.t, src.t, k, inc)
+    if ((iv < -sh[d]) | (iv >= sh[d])).any():
+        ctx.own(h)
+        return ctx.expect_fail(h, "scatter_reduce")
+    want, rtol = ref_scatter_reduce(x.v, d, iv, src.v, kinds[k], inc, dt)
+    if want is None:
+        ctx.own(h)
+        return ctx.expect_fail(h, "scatter_reduce")
+    outcheck(ctx, h, want, dt, "scatter_reduce", rtol=rtol)
+
+
 # ------------------------------------------------------------ shaping
 
 def t_shape(ctx):
@@ -830,6 +859,7 @@ FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1
             "scan": (t_scan, 2),
             "conv": (lambda ctx: t_conv(ctx, outcheck), 1),
             "activation": (t_activation, 2),
+            "scatter_reduce": (t_scatter_reduce, 1),
             }
 
 

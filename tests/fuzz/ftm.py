@@ -681,3 +681,75 @@ def ref_activation(op, x, dt, ps):
              "threshold": lambda: np.where(z <= ps[0], ps[1], z),
              "rrelu": lambda: np.where(z >= 0, z, z * (ps[0] + ps[1]) / 2)}[op]()
     return cast(r, dt), dt
+# scatter_reduce: the identity written first when include_self is false
+_SR_ID = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767),
+          "i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1),
+          "bool": (0, 1)}
+
+
+def ref_scatter_reduce(xv, d, iv, sv, kind, include_self, dt):
+    """tm_scatter_reduce on numpy values, step by step in the kernel's
+    order (row-major over the index, one rounding per step), or None
+    where the library must fail (mean of bool).  Returns (want, rtol):
+    exact (mean divides in f64 and rounds once, as the library)."""
+    if kind == "mean" and dt == "bool":
+        return None, 0.0
+    nd = xv.ndim
+    want = xv.copy()
+    places = []
+    for pos in np.ndindex(*iv.shape):
+        tgt = list(pos)
+        if nd:
+            tgt[d % nd] = int(iv[pos]) % xv.shape[d % nd]
+        places.append((tuple(tgt), pos))
+    if not include_self:
+        for tgt, _ in places:
+            if kind in ("sum", "mean"):
+                v = 0
+            elif kind == "prod":
+                v = 1
+            elif dt in FLOATS:
+                v = -math.inf if kind == "amax" else math.inf
+            else:
+                v = _SR_ID[dt][0 if kind == "amax" else 1]
+            want[tgt] = cast(np.array(v), dt) if dt in FLOATS else v
+    count = {}
+    for tgt, pos in places:
+        a, b = want[tgt], sv[pos]
+        count[tgt] = count.get(tgt, 1 if include_self else 0) + 1
+        if dt in FLOATS:
+            x, y = np.float64(a), np.float64(b)
+            if kind in ("sum", "mean"):
+                r = x + y
+            elif kind == "prod":
+                r = x * y
+            elif math.isnan(x) or math.isnan(y):
+                r = x if math.isnan(x) else y
+            else:
+                r = max(x, y) if kind == "amax" else min(x, y)
+            want[tgt] = cast(np.array(r), dt)
+            continue
+        x, y = int(a), int(b)
+        if dt == "bool":
+            r = {"sum": x or y, "prod": x and y, "amax": x or y,
+                 "amin": x and y}[kind]
+            want[tgt] = bool(r)
+            continue
+        if kind in ("sum", "mean"):
+            r = x + y
+        elif kind == "prod":
+            r = x * y
+        else:
+            r = max(x, y) if kind == "amax" else min(x, y)
+        want[tgt] = cast(np.array(r).astype(np.int64)
+                         if -2**63 <= r < 2**63 else
+                         np.array(r % 2**64 - (2**64 if r % 2**64 >= 2**63
+                                               else 0)), dt)
+    if kind != "mean":
+        return want, 0.0
+    for tgt, c in count.items():
+        if dt in FLOATS:
+            want[tgt] = cast(np.array(np.float64(want[tgt]) / c), dt)
+        else:
+            want[tgt] = int(want[tgt]) // c
+    return want, 0.0

@@ -295,4 +295,106 @@ cases.append(Case("one_hot_negative", "one_hot",
                   [Input(np.array([0, -1]), "i32")], num_classes=3)
              .error("TM_ERANGE", "index value -1 is negative"))
 
+# ------------------------------------------------------- scatter_reduce
+# Appended with their own generator, so the cases above stay
+# byte-identical.  The reference replays the kernel: the identity written
+# first without include_self, then one reduction step per index position
+# in row-major order, each rounded to the dtype (sum as scatter_add; prod,
+# amax, amin computed in f64 and rounded once; NaN propagates), and mean
+# as that sum divided by the count in f64, rounded once.
+rng_sr = np.random.default_rng(2026_0102)
+KINDS = ["sum", "prod", "mean", "amax", "amin"]
+IDENT = {"i8": (-128, 127), "u8": (0, 255), "i16": (-32768, 32767),
+         "i32": (-2 ** 31, 2 ** 31 - 1), "i64": (-2 ** 63, 2 ** 63 - 1),
+         "bool": (0, 1)}
+
+
+def reduce_one(a, b, kind, dt):
+    if kind in ("sum", "mean"):
+        return add_one(a, b, dt)
+    if dt == "bool":
+        return {"prod": bool(a) and bool(b), "amax": bool(a) or bool(b),
+                "amin": bool(a) and bool(b)}[kind]
+    if dt in FLOATS:
+        x, y = np.float64(a), np.float64(b)
+        if kind == "prod":
+            r = x * y
+        elif np.isnan(x) or np.isnan(y):
+            r = x if np.isnan(x) else y
+        else:
+            r = max(x, y) if kind == "amax" else min(x, y)
+        return cast(np.array(r), dt)
+    if kind == "prod":
+        bits = BITS[dt]
+        v = (int(a) * int(b)) % (1 << bits)
+        return v - (1 << bits) if dt != "u8" and v >= 1 << (bits - 1) else v
+    return max(int(a), int(b)) if kind == "amax" else min(int(a), int(b))
+
+
+def scatter_reduce_ref(t, dim, idx, src, kind, include_self, dt):
+    out = t.copy()
+    places = []
+    for pos in np.ndindex(*idx.shape):
+        tgt = list(pos)
+        tgt[dim] = wrap(idx[pos], t.shape[dim])
+        places.append((tuple(tgt), pos))
+    if not include_self:
+        for tgt, _ in places:
+            if kind in ("sum", "mean"):
+                v = 0
+            elif kind == "prod":
+                v = 1
+            elif dt in FLOATS:
+                v = -np.inf if kind == "amax" else np.inf
+            else:
+                v = IDENT[dt][0 if kind == "amax" else 1]
+            out[tgt] = v
+    count = {}
+    for tgt, pos in places:
+        out[tgt] = reduce_one(out[tgt], src[pos], kind, dt)
+        count[tgt] = count.get(tgt, 1 if include_self else 0) + 1
+    if kind == "mean":
+        for tgt, c in count.items():
+            out[tgt] = (cast(np.array(np.float64(out[tgt]) / c), dt)
+                        if dt in FLOATS else int(out[tgt]) // c)
+    return out
+
+
+for k, (dt, kind) in enumerate([(d, kd) for d in ("f32", "f64", "f16",
+                                                  "i32", "i8", "bool")
+                                for kd in KINDS
+                                if not (d == "bool" and kd == "mean")]):
+    inc = k % 2 == 0
+    dim = k % 2
+    t = small_values(rng_sr, (3, 4), dt)
+    ishape = (5, 4) if dim == 0 else (3, 6)
+    n = 3 if dim == 0 else 4
+    idx = rng_sr.integers(-n, n, ishape)
+    src = small_values(rng_sr, (5, 6), dt)  # only the index-shaped corner
+    cases.append(Case(f"scatter_reduce_{kind}_{dt}_dim{dim}_self{int(inc)}",
+                      "scatter_reduce",
+                      [Input(t, dt), Input(idx, "i64"), Input(src, dt)],
+                      dim=dim, kind=KINDS.index(kind), include_self=int(inc))
+                 .out(scatter_reduce_ref(t, dim, idx, src, kind, inc, dt),
+                      dt))
+tb = small_values(rng_sr, (5, 4), "f32")
+ib = rng_sr.integers(0, 5, (4, 6))
+sb = small_values(rng_sr, (4, 6), "f32")
+tv = Input(tb, "f32", views=[("transpose", 0, 1)])        # [4,5]
+iv = Input(ib, "i64", views=[("slice", 1, 0, 6, 2)])      # [4,3]
+sv = Input(sb, "f32", views=[("slice", 1, 1, 6, 1)])      # [4,5]
+for kind in KINDS:
+    cases.append(Case(f"scatter_reduce_{kind}_noncontiguous_all",
+                      "scatter_reduce", [tv, iv, sv], dim=1,
+                      kind=KINDS.index(kind), include_self=0)
+                 .out(scatter_reduce_ref(tv.value, 1, iv.value, sv.value,
+                                         kind, False, "f32"), "f32"))
+cases.append(Case("scatter_reduce_out_of_range", "scatter_reduce",
+                  [Input(small_values(rng_sr, (2, 3), "f32"), "f32"),
+                   Input(np.array([[0, 1, 1], [2, 0, 0]]), "i64"),
+                   Input(small_values(rng_sr, (2, 3), "f32"), "f32")],
+                  dim=0, kind=3, include_self=1)
+             .error("TM_ERANGE",
+                    "index 2 is out of range for dim 0 of size 2"))
+
 write("index.ref", cases, "tests/gen/gen_index.py")

@@ -53,6 +53,22 @@ def _new_like(name, value, what):
                  f"torch.Tensor.{name}.")
 
 
+# torch's legacy tensor-type names ("torch.FloatTensor"), by dtype.
+_TYPE_NAMES = {_c.float32: "FloatTensor", _c.float64: "DoubleTensor",
+               _c.float16: "HalfTensor", _c.bfloat16: "BFloat16Tensor",
+               _c.int8: "CharTensor", _c.uint8: "ByteTensor",
+               _c.int16: "ShortTensor", _c.int32: "IntTensor",
+               _c.int64: "LongTensor", _c.bool_: "BoolTensor"}
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _type_name_dtype(name):
+    """The dtype of "foundry.FloatTensor" / "torch.cuda.LongTensor" /
+    "FloatTensor" (the device part is not a conversion: None if name is
+    not of that form)."""
+    return _BY_TYPE_NAME.get(name.rsplit(".", 1)[-1])
+
+
 class _Conversion:
     """dtype / device conversion and new tensors like self."""
 
@@ -107,6 +123,32 @@ class _Conversion:
         """self on a CUDA device: `device` is an index, a "cuda:N" string
         or a device (None: cuda:0).  Mirrors torch.Tensor.cuda."""
         return self.to(_cuda(device))
+
+    def type(self, dtype=None, non_blocking=False):
+        """With no dtype, self's type name as a string: "foundry." then
+        torch's legacy name of the dtype ("foundry.FloatTensor",
+        "foundry.LongTensor", ...), with the device type between for a
+        tensor off the CPU ("foundry.test.FloatTensor", as
+        "torch.cuda.FloatTensor").  With a dtype (a foundry.dtype, a numpy
+        dtype or name, or such a type name with either prefix:
+        "torch.DoubleTensor", "foundry.IntTensor"), self converted to it
+        (self itself when it already has it); a type name's device part
+        does not move the tensor.  Mirrors torch.Tensor.type."""
+        if dtype is None:
+            d = self.device
+            where = "" if d.type == "cpu" else d.type + "."
+            return f"foundry.{where}{_TYPE_NAMES[self.dtype]}"
+        if not isinstance(dtype, str):
+            return self.to(to_dtype(dtype))  # TypeError for a non-dtype
+        dt = _type_name_dtype(dtype)
+        if dt is None:
+            try:
+                dt = to_dtype(dtype)
+            except TypeError:
+                raise ValueError(f"type({dtype!r}): not a dtype name or a "
+                                 f"tensor type name such as "
+                                 f"'foundry.FloatTensor'") from None
+        return self.to(dt)
 
     def type_as(self, other):
         """self converted to other's dtype.  Mirrors torch.Tensor.type_as."""

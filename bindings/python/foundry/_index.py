@@ -44,15 +44,42 @@ def _as_index_tensor(x, dev):
                   device=dev)
 
 
+def _sequence_as_tuple(key):
+    """Whether a key that is not a tuple stands for one, by PyTorch's (and
+    old numpy's) rule: a list (not a tensor or an array) shorter than 32
+    holding a tensor, a sequence, a slice, None or Ellipsis.  So x[[0, 1]]
+    picks rows 0 and 1, while x[[[0, 1]]] is x[[0, 1]] and x[[0, 1], [1,
+    2]] (a list of two lists) is x[[0, 1], [1, 2]]."""
+    if not isinstance(key, list) or len(key) >= 32:
+        return False
+    return any(k is None or k is Ellipsis or
+               isinstance(k, (slice, list, tuple, np.ndarray,
+                              _tensor.Tensor)) for k in key)
+
+
+def _plain(x):
+    """Nested lists / tuples with the tensors in them made Python data, so
+    numpy reads them as numbers."""
+    if isinstance(x, _tensor.Tensor):
+        return x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_plain(e) for e in x]
+    return x
+
+
 def _normalise(key, t):
-    """key -> a list of items with the Ellipsis expanded, for tensor t."""
+    """key -> a list of items with the Ellipsis expanded, for tensor t.
+    A sequence inside the key (a list or a tuple, nested to any depth) is
+    an advanced index, as in PyTorch: x[(0,), 1] is x[[0], 1]."""
     ndim = t.ndim
     Tensor = _tensor.Tensor
     if not isinstance(key, tuple):
-        key = (key,)
+        key = tuple(key) if _sequence_as_tuple(key) else (key,)
     items = []
     for k in key:
-        if isinstance(k, (list, np.ndarray)) or (
+        if isinstance(k, (list, tuple)):
+            items.append(_as_index_tensor(_plain(k), t.device))
+        elif isinstance(k, np.ndarray) or (
                 isinstance(k, Tensor) and k.ndim > 0) or (
                 isinstance(k, Tensor) and k.dtype is _c.bool_):
             items.append(_as_index_tensor(k, t.device))
@@ -147,6 +174,11 @@ def _plan(v, adv):
     adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
     # final order: B at dims[0] if adjacent (numpy), else first
     nb = len(bshape)
+    if nb + len(rest) > lib.TM_MAX_DIMS:
+        raise ValueError(f"indexing: the result would have "
+                         f"{nb + len(rest)} dims (index dims "
+                         f"{list(bshape)} and {len(rest)} more); tensors "
+                         f"have at most {lib.TM_MAX_DIMS} dims")
     before = len([d for d in rest if d < dims[0]]) if adjacent else 0
     final = (list(range(nb, nb + before)) + list(range(nb)) +
              list(range(nb + before, nb + len(rest))))
@@ -243,6 +275,38 @@ def _index(index):
     return ptr(index, "index")
 
 
+_REDUCE_KINDS = {"sum": lib.TM_SCATTER_SUM, "prod": lib.TM_SCATTER_PROD,
+                 "mean": lib.TM_SCATTER_MEAN, "amax": lib.TM_SCATTER_AMAX,
+                 "amin": lib.TM_SCATTER_AMIN,
+                 # undocumented aliases that torch accepts too
+                 "max": lib.TM_SCATTER_AMAX, "min": lib.TM_SCATTER_AMIN}
+
+
+def _reduce_kind(reduce):
+    try:
+        return _REDUCE_KINDS[reduce]
+    except (KeyError, TypeError):
+        raise _c.error_class(lib.TM_EINVAL)(
+            f"scatter_reduce: reduce must be one of 'sum', 'prod', 'mean', "
+            f"'amax', 'amin', not {reduce!r}") from None
+
+
+def _legacy_kind(reduce):
+    """scatter's legacy reduce ('add' / 'multiply') as scatter_reduce's."""
+    kinds = {"add": "sum", "multiply": "prod"}
+    if reduce not in kinds:
+        raise _c.error_class(lib.TM_EINVAL)(
+            f"scatter: reduce must be 'add' or 'multiply', not {reduce!r}")
+    return kinds[reduce]
+
+
+def _legacy_src(self, index, src, value):
+    if src is not None:
+        return src
+    ptr(index, "index")
+    return self.new_full(index.shape, value)
+
+
 class _Indexing:
     """Indexing with [] and the gather / scatter family."""
 
@@ -261,29 +325,71 @@ class _Indexing:
                                   _index(index)))
 
     @export
-    def scatter(self, dim, index, src=None, value=None):
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
         """A copy of self with out[index[i][j]][j] = src[i][j] (dim 0), or
         = value.  src is a tensor of self's dtype or a number; where
-        indices collide the last write wins.  Mirrors torch.scatter and
+        indices collide the last write wins.  reduce='add' or 'multiply'
+        (PyTorch's legacy argument) combines instead of writing: it is
+        scatter_reduce with 'sum' or 'prod' and include_self=True (and,
+        unlike PyTorch's, records a gradient).  Mirrors torch.scatter and
         torch.Tensor.scatter."""
         if src is None and value is None:
             raise TypeError("scatter: give src or value")
         if src is not None and not isinstance(src, _tensor.Tensor):
             value, src = src, None
+        if reduce is not None:
+            return self.scatter_reduce(dim, index, _legacy_src(
+                self, index, src, value), _legacy_kind(reduce))
         if src is None:
             return wrap(lib.tm_scatter_value(self._p, operator.index(dim),
                                              _index(index), float(value)))
         return wrap(lib.tm_scatter(self._p, operator.index(dim),
                                    _index(index), src._p))
 
-    def scatter_(self, dim, index, src):
-        """In-place scatter (src a tensor or a number); every index is
-        checked before anything is written.  Mirrors
-        torch.Tensor.scatter_."""
-        if not isinstance(src, _tensor.Tensor):
-            src = self.new_full(index.shape, src)
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        """In-place scatter (src a tensor or a number; reduce as for
+        scatter); every index is checked before anything is written.
+        Mirrors torch.Tensor.scatter_."""
+        if src is None and value is None:
+            raise TypeError("scatter_: give src or value")
+        if src is not None and not isinstance(src, _tensor.Tensor):
+            value, src = src, None
+        if reduce is not None:
+            return self.scatter_reduce_(dim, index, _legacy_src(
+                self, index, src, value), _legacy_kind(reduce))
+        if src is None:
+            src = self.new_full(index.shape, value)
         check(lib.tm_scatter_(self._p, operator.index(dim), _index(index),
                               src._p))
+        return self
+
+    @export
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy of self where each place index points at (along dim, as
+        scatter) holds the reduction of the src values sent there, and of
+        its own value when include_self.
+
+        reduce is 'sum', 'prod', 'mean', 'amax' or 'amin'; places no index
+        points at keep self's value.  'mean' divides by the number of
+        values reduced (self's counting when included), rounding toward
+        -inf for integers; 'amax' / 'amin' propagate NaN.  src has self's
+        dtype.  Gradients as PyTorch: sum passes through, mean divides by
+        the count, prod gives each factor the product of the others (exact
+        with zeros), amax / amin split evenly among the values equal to
+        the result; without include_self, self gets none at the places
+        written.  Mirrors torch.scatter_reduce and
+        torch.Tensor.scatter_reduce."""
+        return wrap(lib.tm_scatter_reduce(
+            self._p, operator.index(dim), _index(index), ptr(src, "src"),
+            _reduce_kind(reduce), bool(include_self)))
+
+    def scatter_reduce_(self, dim, index, src, reduce, *,
+                        include_self=True):
+        """In-place scatter_reduce: self is unchanged when anything fails.
+        Mirrors torch.Tensor.scatter_reduce_."""
+        check(lib.tm_scatter_reduce_(
+            self._p, operator.index(dim), _index(index), ptr(src, "src"),
+            _reduce_kind(reduce), bool(include_self)))
         return self
 
     @export

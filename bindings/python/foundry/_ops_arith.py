@@ -9,7 +9,7 @@ anything else raises TypeError (the operators return NotImplemented, so
 Python raises it).  In-place forms (name ending in `_`) write into self,
 whose shape and dtype the result must fit.
 """
-from . import _tensor
+from . import _ops_div, _tensor
 from ._base import SCALAR, error, named
 from ._c import check, lib
 from ._exports import export
@@ -143,10 +143,8 @@ class _Arithmetic:
 
     subtract = sub
     mul = multiply = export("mul", "multiply")(_mul)
-    div = divide = true_divide = export("div", "divide", "true_divide")(
-        _method("div", lib.TM_OP_DIV, lib.tm_div, _doc(
-            "self / other, true division.",
-            "integer and bool operands give float32.", "div")))
+    div = divide = export("div", "divide")(_ops_div.div)
+    true_divide = export(_ops_div.true_divide)
     pow = export(_method("pow", lib.TM_OP_POW, lib.tm_pow, _doc(
         "self ** other, elementwise.",
         "integers with a negative exponent are an error, as in PyTorch.",
@@ -222,7 +220,8 @@ class _Arithmetic:
         return _sub_(self, other)
 
     mul_ = _inplace("mul_", lib.TM_OP_MUL, True)
-    div_ = _inplace("div_", lib.TM_OP_DIV, True)
+    div_ = divide_ = _ops_div.div_
+    true_divide_ = _inplace("true_divide_", lib.TM_OP_DIV, True)
     pow_ = _inplace("pow_", lib.TM_OP_POW, True)
     floor_divide_ = _inplace("floor_divide_", lib.TM_OP_FLOOR_DIVIDE, True)
     remainder_ = _inplace("remainder_", lib.TM_OP_REMAINDER, True)

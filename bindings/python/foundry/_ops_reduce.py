@@ -22,7 +22,25 @@ Sorted = collections.namedtuple("Sorted", ["values", "indices"])
 TopK = collections.namedtuple("TopK", ["values", "indices"])
 
 _SHAPES = ("dim: None (all dims), an int or a sequence of ints; keepdim "
-           "keeps reduced dims as size 1.")
+           "keeps reduced dims as size 1.  axis= and keepdims= are numpy's "
+           "names for them (giving both spellings is a TypeError, as "
+           "PyTorch).")
+
+
+def aliases(name, dim, axis, keepdim=False, keepdims=None):
+    """(dim, keepdim) from PyTorch's numpy-style aliases axis= / keepdims=;
+    both spellings at once is a TypeError, as in torch."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"{name}(): got both dim={dim!r} and axis="
+                            f"{axis!r}; axis is an alias of dim, give one")
+        dim = axis
+    if keepdims is not None:
+        if keepdim:
+            raise TypeError(f"{name}(): got both keepdim and keepdims; "
+                            f"keepdims is an alias of keepdim, give one")
+        keepdim = keepdims
+    return dim, keepdim
 
 
 def _reduction(name, c_fn, summary, rule, float_result=False):
@@ -30,7 +48,10 @@ def _reduction(name, c_fn, summary, rule, float_result=False):
     converted first.  For ops whose result is always a float (mean,
     logsumexp) an integer dtype cannot be honoured: TypeError, as
     PyTorch."""
-    def method(self, dim=None, keepdim=False, dtype=None):
+    def method(self, dim=None, keepdim=False, dtype=None, *, axis=None,
+               keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = aliases(name, dim, axis, keepdim, keepdims)
         if dtype is None:
             t = self
         else:
@@ -52,7 +73,10 @@ def _sum_like(name, c_fn, summary):
     """sum / prod: with dtype, the input is converted to it and the result
     has it (integer sums are computed in int64 and wrap to dtype, as
     PyTorch's integer accumulation does)."""
-    def method(self, dim=None, keepdim=False, dtype=None):
+    def method(self, dim=None, keepdim=False, dtype=None, *, axis=None,
+               keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = aliases(name, dim, axis, keepdim, keepdims)
         t = self if dtype is None else self.to(dtype)
         dims, n = dims_arg(dim)
         r = wrap(c_fn(t._p, dims, n, bool(keepdim)))
@@ -64,9 +88,11 @@ def _sum_like(name, c_fn, summary):
 
 
 def _maxmin(name, c_all, c_dim, elementwise):
-    def method(self, dim=None, keepdim=False):
+    def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         if isinstance(dim, _tensor.Tensor):  # torch.max(a, b): elementwise
             return elementwise(self, dim)
+        if axis is not None or keepdims is not None:
+            dim, keepdim = aliases(name, dim, axis, keepdim, keepdims)
         if dim is None:
             return wrap(c_all(self._p, ffi.NULL, 0, False))
         vals = ffi.new("tm_tensor **")
@@ -86,7 +112,9 @@ def _maxmin(name, c_all, c_dim, elementwise):
 
 def _varstd(name, c_fn, summary):
     def method(self, dim=None, unbiased=True, keepdim=False, *,
-               correction=None):
+               correction=None, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = aliases(name, dim, axis, keepdim, keepdims)
         if correction is None:
             correction = 1.0 if unbiased else 0.0
         dims, n = dims_arg(dim)
@@ -99,7 +127,9 @@ def _varstd(name, c_fn, summary):
 
 
 def _arg(name, c_dim, c_all):
-    def method(self, dim=None, keepdim=False):
+    def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None or keepdims is not None:
+            dim, keepdim = aliases(name, dim, axis, keepdim, keepdims)
         if dim is None:
             return wrap(c_all(self._p))
         return wrap(c_dim(self._p, operator.index(dim), bool(keepdim)))
@@ -111,7 +141,10 @@ def _arg(name, c_dim, c_all):
 
 
 def _row(name, c_fn, summary):
-    def method(self, dim, dtype=None):
+    def method(self, dim=None, dtype=None, *, axis=None):
+        dim, _ = aliases(name, dim, axis)
+        if dim is None:
+            raise TypeError(f"{name}() missing its dim argument")
         t = self if dtype is None else self.to(dtype)
         return wrap(c_fn(t._p, operator.index(dim)))
     return named(method, name, f"{summary}\n\nA float tensor of self's "
@@ -175,42 +208,68 @@ class _Reductions:
         return wrap(lib.tm_norm(self._p, dims, n, float(p), bool(keepdim)))
 
     @export
-    def cumsum(self, dim):
-        """Running sum along dim.
+    def count_nonzero(self, dim=None, *, axis=None):
+        """The number of non-zero elements (int64) over dim: None (every
+        dim), an int or a sequence of ints (axis= is an alias).  NaN
+        counts as non-zero; the reduced dims are removed.  Mirrors
+        torch.count_nonzero and torch.Tensor.count_nonzero."""
+        dim, _ = aliases("count_nonzero", dim, axis)
+        nz = wrap(lib.tm_binary_scalar(lib.TM_OP_NE, self._p, 0.0))
+        dims, n = dims_arg(dim)
+        return wrap(lib.tm_sum(nz._p, dims, n, False))
+
+    @export
+    def cumsum(self, dim=None, *, axis=None):
+        """Running sum along dim (axis= is an alias).
 
         Same shape; integers and bool give int64 (wrapping), floats keep
         their dtype (accumulated in float64).  Mirrors torch.cumsum and
         torch.Tensor.cumsum."""
+        dim, _ = aliases("cumsum", dim, axis)
+        if dim is None:
+            raise TypeError("cumsum() missing its dim argument")
         return wrap(lib.tm_cumsum(self._p, operator.index(dim)))
 
     @export
-    def sort(self, dim=-1, descending=False, stable=True):
-        """(values, indices) sorted along dim.
+    def sort(self, dim=None, descending=False, *, stable=False, axis=None):
+        """(values, indices) sorted along dim (default -1; axis= is an
+        alias).
 
-        Always stable (equal elements keep their order, also descending),
-        so stable=False is honoured too.  NaN sorts as larger than every
-        number; indices are int64.  Mirrors torch.sort and
-        torch.Tensor.sort."""
+        Always stable (equal elements keep their input order, also
+        descending), so both stable=True, which requires it, and
+        stable=False, which allows any order, are honoured.  NaN sorts as
+        larger than every number; indices are int64.  Mirrors torch.sort
+        and torch.Tensor.sort (stable is keyword-only, as there)."""
+        dim, _ = aliases("sort", dim, axis)
         vals = ffi.new("tm_tensor **")
         idx = ffi.new("tm_tensor **")
-        check(lib.tm_sort(self._p, operator.index(dim), bool(descending),
-                          vals, idx))
+        check(lib.tm_sort(self._p, -1 if dim is None else
+                          operator.index(dim), bool(descending), vals, idx))
         return Sorted(wrap(vals[0]), wrap(idx[0]))
 
     @export
-    def argsort(self, dim=-1, descending=False):
-        """The indices (int64) that sort self along dim (stable).  Mirrors
+    def argsort(self, dim=None, descending=False, *, stable=False,
+                axis=None):
+        """The indices (int64) that sort self along dim (default -1; axis=
+        is an alias).
+
+        Always stable (ties keep their input order, also descending), so
+        stable=True and stable=False are both honoured.  Mirrors
         torch.argsort and torch.Tensor.argsort."""
-        return wrap(lib.tm_argsort(self._p, operator.index(dim),
-                                   bool(descending)))
+        dim, _ = aliases("argsort", dim, axis)
+        return wrap(lib.tm_argsort(self._p, -1 if dim is None else
+                                   operator.index(dim), bool(descending)))
 
     @export
-    def topk(self, k, dim=-1, largest=True, sorted=True):
+    def topk(self, k, dim=None, largest=True, sorted=True, *, axis=None):
         """(values, indices) of the k largest (or smallest) along dim.
 
         Always in sorted order (which sorted=False allows); ties keep the
         lower index first; NaN counts as largest.  k in [0, size of dim].
-        Mirrors torch.topk and torch.Tensor.topk."""
+        dim defaults to -1 (axis= is an alias).  Mirrors torch.topk and
+        torch.Tensor.topk."""
+        dim, _ = aliases("topk", dim, axis)
+        dim = -1 if dim is None else dim
         vals = ffi.new("tm_tensor **")
         idx = ffi.new("tm_tensor **")
         check(lib.tm_topk(self._p, operator.index(k), operator.index(dim),

@@ -20,18 +20,6 @@ from ._functional_conv import (conv1d, conv2d, conv3d,  # noqa: F401
                                conv_transpose1d, conv_transpose2d,
                                conv_transpose3d)
 
-_REDUCTIONS = {"mean": lib.TM_REDUCTION_MEAN, "sum": lib.TM_REDUCTION_SUM,
-               "none": lib.TM_REDUCTION_NONE}
-
-
-def _reduction(r):
-    try:
-        return _REDUCTIONS[r]
-    except (KeyError, TypeError):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', not "
-                         f"{r!r}") from None
-
-
 def _opt(t, what):
     return ffi.NULL if t is None else ptr(t, what)
 
@@ -271,79 +259,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0,
 
 
 # ----------------------------------------------------------------- losses
-
-
-def cross_entropy(input, target, reduction="mean", ignore_index=-100,
-                  label_smoothing=0.0):
-    """Cross-entropy loss of unnormalised logits, fused with log_softmax.
-
-    input [N, C] or [N, C, d1, ...] (classes on dim 1) or [C]; target class
-    indices [N, d1, ...] (int64 / int32; ignore_index is skipped) or class
-    probabilities of input's shape.  label_smoothing in [0, 1].  The
-    reduction is 'mean' (over non-ignored samples), 'sum' or 'none'.
-    Mirrors torch.nn.functional.cross_entropy (without weight; note the
-    argument order: reduction comes third)."""
-    o = lib.tm_cross_entropy_defaults()
-    o.reduction = _reduction(reduction)
-    o.ignore_index = operator.index(ignore_index)
-    o.label_smoothing = float(label_smoothing)
-    return wrap(lib.tm_cross_entropy(ptr(input, "input"),
-                                     ptr(target, "target"),
-                                     ffi.new("tm_cross_entropy_opts *", o)))
-
-
-def nll_loss(input, target, reduction="mean", ignore_index=-100):
-    """Negative log likelihood of log-probabilities: -input[i, target[i]];
-    shapes and ignore_index as cross_entropy.  Mirrors
-    torch.nn.functional.nll_loss (without weight)."""
-    return wrap(lib.tm_nll_loss(ptr(input, "input"), ptr(target, "target"),
-                                _reduction(reduction),
-                                operator.index(ignore_index)))
-
-
-def binary_cross_entropy_with_logits(input, target, reduction="mean"):
-    """max(x, 0) - x y + log1p(exp(-|x|)), stable for any x; input and
-    target of one shape.  reduction: 'mean' (default), 'sum' or 'none' (the
-    per-element losses).  Mirrors
-    torch.nn.functional.binary_cross_entropy_with_logits (without weight
-    and pos_weight)."""
-    return wrap(lib.tm_binary_cross_entropy_with_logits(
-        ptr(input, "input"), ptr(target, "target"), _reduction(reduction)))
-
-
-def mse_loss(input, target, reduction="mean"):
-    """(input - target)^2, broadcast.  reduction: 'mean' (default), 'sum'
-    or 'none' (the per-element losses).  Mirrors
-    torch.nn.functional.mse_loss."""
-    return wrap(lib.tm_mse_loss(ptr(input, "input"), ptr(target, "target"),
-                                _reduction(reduction)))
-
-
-def l1_loss(input, target, reduction="mean"):
-    """|input - target|, broadcast.  reduction: 'mean' (default), 'sum' or
-    'none' (the per-element losses).  Mirrors
-    torch.nn.functional.l1_loss."""
-    return wrap(lib.tm_l1_loss(ptr(input, "input"), ptr(target, "target"),
-                               _reduction(reduction)))
-
-
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
-    """0.5 d^2 / beta where d = |input - target| < beta, else d - 0.5 beta
-    (beta 0: l1).  reduction: 'mean' (default), 'sum' or 'none' (the
-    per-element losses).  Mirrors
-    torch.nn.functional.smooth_l1_loss."""
-    return wrap(lib.tm_smooth_l1_loss(ptr(input, "input"),
-                                      ptr(target, "target"),
-                                      _reduction(reduction), float(beta)))
-
-
-def huber_loss(input, target, reduction="mean", delta=1.0):
-    """0.5 d^2 where d = |input - target| < delta, else delta (d - 0.5
-    delta).  reduction: 'mean' (default), 'sum' or 'none' (the
-    per-element losses).  Mirrors
-    torch.nn.functional.huber_loss."""
-    return wrap(lib.tm_huber_loss(ptr(input, "input"), ptr(target, "target"),
-                                  _reduction(reduction), float(delta)))
+from ._functional_losses import (  # noqa: E402,F401
+    _reduction, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
+    l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 
 
 from ._functional_act import *  # noqa: E402,F401,F403

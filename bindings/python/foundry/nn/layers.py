@@ -259,64 +259,6 @@ class LogSoftmax(Softmax):
 
 
 # ----------------------------------------------------------------- losses
-
-class _Loss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        F._reduction(reduction)
-        self.reduction = reduction
-
-
-class CrossEntropyLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean",
-                 label_smoothing=0.0):
-        super().__init__(reduction)
-        self.ignore_index, self.label_smoothing = ignore_index, \
-            label_smoothing
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, self.reduction,
-                               self.ignore_index, self.label_smoothing)
-
-
-class NLLLoss(_Loss):
-    def __init__(self, ignore_index=-100, reduction="mean"):
-        super().__init__(reduction)
-        self.ignore_index = ignore_index
-
-    def forward(self, input, target):
-        return F.nll_loss(input, target, self.reduction, self.ignore_index)
-
-
-class MSELoss(_Loss):
-    def forward(self, input, target):
-        return F.mse_loss(input, target, self.reduction)
-
-
-class L1Loss(_Loss):
-    def forward(self, input, target):
-        return F.l1_loss(input, target, self.reduction)
-
-
-class BCEWithLogitsLoss(_Loss):
-    def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target,
-                                                  self.reduction)
-
-
-class SmoothL1Loss(_Loss):
-    def __init__(self, reduction="mean", beta=1.0):
-        super().__init__(reduction)
-        self.beta = beta
-
-    def forward(self, input, target):
-        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
-
-
-class HuberLoss(_Loss):
-    def __init__(self, reduction="mean", delta=1.0):
-        super().__init__(reduction)
-        self.delta = delta
-
-    def forward(self, input, target):
-        return F.huber_loss(input, target, self.reduction, self.delta)
+from ._layers_losses import (  # noqa: E402,F401
+    BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
+    SmoothL1Loss)
