@@ -7,6 +7,7 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      SiLU, Sigmoid, Tanh, GELU, LeakyReLU, Softplus, Softmax,
                      LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
+from ._layers_fold import Unfold, Fold
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -14,4 +15,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "AvgPool2d", "Flatten", "ReLU", "SiLU", "Sigmoid", "Tanh", "GELU",
            "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
-           "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"]
+           "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Unfold", "Fold"]

@@ -359,6 +359,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
                                   _reduction(reduction), float(delta)))
 
 
+from ._functional_fold import fold, unfold  # noqa: E402,F401
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
            ("operator", "ffi", "lib", "Tensor", "wrap", "ptr", "check",
             "int64_array", "with_rng")]
