@@ -117,9 +117,18 @@ tm_tensor *tm_roll(const tm_tensor *t, const int64_t *shifts, int nshifts,
                nshifts, ndims);
         return NULL;
     }
+    if (!dims) {
+        TM_ERR(TM_EINVAL, "dims is NULL");
+        return NULL;
+    }
+    if (t->ndim == 0) { /* as torch: a 0-d tensor has no dim to roll */
+        TM_ERR(TM_EINVAL, "dim %d is out of range for a 0-d tensor (it has "
+               "no dim to roll)", dims[0]);
+        return NULL;
+    }
     if (wrap_dims(__func__, t, dims, ndims, w)) return NULL;
     tm_tensor *cur = tm_retain((tm_tensor *)t);
-    for (int i = 0; i < ndims && t->ndim > 0; i++) {
+    for (int i = 0; i < ndims; i++) {
         int64_t n = t->shape[w[i]];
         int64_t s = n ? ((shifts[i] % n) + n) % n : 0;
         if (s && !tm__step(&cur, roll_one(cur, w[i], s))) goto fail;

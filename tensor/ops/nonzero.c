@@ -136,7 +136,12 @@ tm_tensor *tm_take_along_dim(const tm_tensor *t, const tm_tensor *indices,
                tm__fmt_shape(indices->shape, indices->ndim, b, sizeof b));
         return NULL;
     }
-    if (tm__wrap_dim(__func__, *dim, t->ndim ? t->ndim : 1, &d)) return NULL;
+    if (t->ndim == 0) { /* as torch: no dim to gather along */
+        TM_ERR(TM_EINVAL, "dim %d is out of range for a 0-d tensor (pass "
+               "no dim to index it flattened)", *dim);
+        return NULL;
+    }
+    if (tm__wrap_dim(__func__, *dim, t->ndim, &d)) return NULL;
     int64_t ts[TM_MAX_DIMS], is[TM_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) {
         int64_t p = t->shape[i], q = indices->shape[i];

@@ -101,7 +101,8 @@ class _Reorder:
         if repeats is None:  # repeat_interleave(repeats_tensor)
             from ._create import arange
             n = self.numel() if self.ndim else 1
-            return arange(n, device=self.device).repeat_interleave(
+            return arange(n, dtype=self.dtype,
+                          device=self.device).repeat_interleave(
                 self, output_size=output_size)
         size = -1 if output_size is None else operator.index(output_size)
         if size < -1:
