@@ -40,6 +40,7 @@ from ftm import (ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP, NULL,  # noqa: 
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
                  promote, ref_binary, ref_reduce, ref_sort, ref_unary,
                  scalar_wrap, tensors)
+from diff_reorder import t_reorder  # noqa: E402
 
 
 def rdt(rng, pool=ALL):
@@ -755,7 +756,7 @@ def t_sort(ctx):
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
-            "sort": (t_sort, 2)}
+            "sort": (t_sort, 2), "reorder": (t_reorder, 3)}
 
 
 def run_case(lib, seed, i, fams, verbose=False):
