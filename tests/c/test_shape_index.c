@@ -412,3 +412,37 @@ TEST(gradients_match_finite_differences)
     tm_free(img);
     tm_free(cols);
 }
+
+TEST(null_tensor_arguments_are_reported)
+{
+    tm_tensor *x = tm_zeros((int64_t[]){2, 2}, 2, TM_F32);
+    tm_tensor *i = tm_zeros((int64_t[]){2, 2}, 2, TM_I64);
+    tm_tensor *m = tm_zeros((int64_t[]){2, 2}, 2, TM_BOOL);
+    REQUIRE(x && i && m);
+    int d = 0;
+    int64_t s = 1;
+    CHECK_NULL_ERR(tm_flip(NULL, &d, 1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_fliplr(NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_flipud(NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_flip(x, NULL, 1), TM_EINVAL, "dims is NULL");
+    CHECK_NULL_ERR(tm_roll(NULL, &s, 1, &d, 1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_roll(x, &s, 1, NULL, 1), TM_EINVAL, "dims is NULL");
+    CHECK_NULL_ERR(tm_diagonal(NULL, 0, 0, 1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_diag(NULL, 0), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_unfold(NULL, 0, 1, 1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_nonzero(NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_masked_select(NULL, m), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_masked_select(x, NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_take_along_dim(NULL, i, &d), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_take_along_dim(x, NULL, &d), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_repeat_interleave(NULL, i, &d, -1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_repeat_interleave(x, NULL, &d, -1), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_repeat_interleave_int(NULL, 2, &d, -1), TM_EINVAL,
+                   "NULL");
+    CHECK_NULL_ERR(tm_view_dtype(NULL, TM_F32), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_im2col(NULL, NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_col2im(NULL, &s, NULL), TM_EINVAL, "NULL");
+    tm_free(x);
+    tm_free(i);
+    tm_free(m);
+}

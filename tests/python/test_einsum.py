@@ -112,6 +112,19 @@ def test_einsum_list_form_and_views(tch, rng):
     _close(r, s, "float64")
 
 
+def test_einsum_sublist_form_matches_torch(tch, rng):
+    a = rng.standard_normal((2, 3, 4))
+    b = rng.standard_normal((4, 5))
+    x, y, ta, tb = foundry.tensor(a), foundry.tensor(b), tch.tensor(a), \
+        tch.tensor(b)
+    _close(foundry.einsum(x, [0, 1, 2], y, [2, 30], [30, 0, 1]),
+           tch.einsum(ta, [0, 1, 2], tb, [2, 30], [30, 0, 1]), "float64")
+    _close(foundry.einsum(x, [..., 2], y, [2, 51]),
+           tch.einsum(ta, [..., 2], tb, [2, 51]), "float64")
+    with pytest.raises(ValueError, match="not in"):
+        foundry.einsum(x, [0, 1, 52])
+
+
 def test_large_einsum_runs_as_matmul(tch, rng):
     """A batched contraction of realistic size agrees with torch (it goes
     through one matmul per pair; F32 sums of 256 products)."""

@@ -159,13 +159,40 @@ def is_dtype(x):
     return isinstance(x, _c.dtype)
 
 
+def _sublist(sub):
+    """A sublist of ints in [0, 52) and Ellipsis as an equation term."""
+    out = []
+    for n in sub:
+        if n is Ellipsis:
+            out.append("...")
+            continue
+        n = operator.index(n)
+        if not 0 <= n < 52:
+            raise ValueError(f"einsum: subscript {n} is not in [0, 52)")
+        out.append(chr(ord("A") + n) if n < 26 else chr(ord("a") + n - 26))
+    return "".join(out)
+
+
+def _from_sublists(args):
+    """(op, sub, op, sub, ..., [out]) -> (equation, operands)."""
+    ops, terms = list(args[0::2]), [_sublist(s) for s in args[1::2]]
+    out = None
+    if len(ops) > len(terms):  # an odd count: the last item is the output
+        out = _sublist(ops.pop())
+    eq = ",".join(terms) + ("" if out is None else "->" + out)
+    return eq, ops
+
+
 @export
 def einsum(equation, *operands):
-    """Einstein summation: einsum("ij,jk->ik", a, b) or einsum(eq, [a, b]).
-    Implicit output (no "->"): the labels seen once, sorted (A-Z before
-    a-z); "..." broadcasts; a label repeated in one operand takes a
-    diagonal; labels not in the output are summed.  Contractions run as
-    batched matmuls and record autograd.  Mirrors torch.einsum."""
+    """Einstein summation: einsum("ij,jk->ik", a, b), einsum(eq, [a, b]) or
+    the sublist form einsum(a, [0, 1], b, [1, 2], [0, 2]).  Implicit output
+    (no "->"): the labels seen once, sorted (A-Z before a-z); "..."
+    broadcasts; a label repeated in one operand takes a diagonal; labels
+    not in the output are summed.  Contractions run as batched matmuls and
+    record autograd.  Mirrors torch.einsum."""
+    if not isinstance(equation, str) and hasattr(equation, "_p"):
+        equation, operands = _from_sublists((equation,) + operands)
     if not isinstance(equation, str):
         raise TypeError(f"einsum: equation must be a str, not "
                         f"{type(equation).__name__}")
