@@ -501,6 +501,23 @@ def test_view_dtype_matches_torch(tch, rng, src, dst):
     _same(x[1:].view(getattr(foundry, dst)), t[1:].view(getattr(tch, dst)))
 
 
+def test_view_dtype_of_empty_and_size_one_dims(tch):
+    for shape in [(0, 4), (1, 4), (3, 0)]:
+        x, t = foundry.zeros(*shape), tch.zeros(*shape)
+        _same(x.view(foundry.int8), t.view(tch.int8))
+    for shape in [(0, 4), (1, 4)]:
+        x, t = foundry.zeros(*shape), tch.zeros(*shape)
+        _same(x.view(foundry.float64), t.view(tch.float64))
+    # torch's rule holds for empty tensors too: [2, 0] has strides (1, 1)
+    with pytest.raises(RuntimeError):
+        tch.zeros(2, 0).view(tch.float64)
+    with pytest.raises(ValueError, match="divisible by 2"):
+        foundry.zeros(2, 0).view(foundry.float64)
+    # the second row alone: offset 4 floats, a size-1 leading dim
+    x, t = foundry.zeros(2, 4), tch.zeros(2, 4)
+    _same(x[1:].view(foundry.float64), t[1:].view(tch.float64))
+
+
 def test_view_dtype_shares_memory():
     x = foundry.zeros(2, 2)
     v = x.view(foundry.int32)
@@ -580,3 +597,22 @@ def test_ops_run_on_the_test_device(test_device, rng):
         assert r.device == test_device
         np.testing.assert_array_equal(np.asarray(r.to("cpu")),
                                       np.asarray(f(x)))
+
+
+def test_gradients_on_the_test_device_match_the_cpu(test_device, rng):
+    a = rng.standard_normal((3, 4))
+    cases = [
+        lambda t: t.flip(1), lambda t: t.roll(1, 0), lambda t: t.diagonal(1),
+        lambda t: t.unfold(1, 2, 1), lambda t: t.diag(),
+        lambda t: t.masked_select(t > 0),
+        lambda t: t.repeat_interleave(2, dim=1),
+        lambda t: foundry.einsum("ij,kj->ik", t, t),
+        lambda t: F.fold(F.unfold(t.reshape(1, 1, 3, 4), 2), (3, 4), 2),
+    ]
+    for f in cases:
+        grads = []
+        for dev in ("cpu", test_device):
+            x = foundry.tensor(a).to(dev).requires_grad_()
+            f(x).sum().backward()
+            grads.append(np.asarray(x.grad.to("cpu")))
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=0)
