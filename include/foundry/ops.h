@@ -467,8 +467,9 @@ tm_status tm_triu_(tm_tensor *t, int64_t diagonal);
 /* ------------------------------------------- reordering, diagonals, einsum
  * Composed of the ops above (index_select, gather, scatter, cat, pad,
  * views, matmul), so they run on every device and record autograd through
- * them.  Dims may be negative; a 0-d tensor accepts dim 0 and -1 where a
- * dim is taken.  Results are new references (release with tm_free). */
+ * them.  Dims may be negative; a 0-d tensor accepts dim 0 and -1 in
+ * flip, unfold and repeat_interleave (not in roll and take_along_dim, as
+ * in PyTorch).  Results are new references (release with tm_free). */
 
 /* A copy with the order of elements reversed along each of dims[ndims]
  * (a dim listed twice is TM_EINVAL).  fliplr flips dim 1 (t needs >= 2
