@@ -4,15 +4,24 @@ repeat_interleave and view_dtype on random non-contiguous views, against
 numpy (np.flip, np.roll, np.diagonal, sliding_window_view, np.argwhere,
 boolean indexing, np.take_along_axis, np.repeat, ndarray.view).
 
-Every op only moves elements, so results must match exactly; invalid
-arguments (drawn now and then on purpose) must fail with an error.
+Every op but einsum only moves elements, so results must match exactly;
+einsum (against np.einsum in F64) has the tolerance stated in t_einsum.
+Invalid arguments (drawn now and then on purpose) must fail with an
+error.
 """
 import numpy as np
 
-from ftm import ALL, CODE, NP, NULL, Mismatch, i64s, ints
+from ftm import (ALL, CODE, FLOATS, NP, NULL, ULP, Mismatch, cast, compare,
+                 ffi, i64s, ints)
 
 OPS = ["flip", "roll", "diagonal", "unfold", "nonzero", "masked_select",
-       "take_along_dim", "repeat_interleave", "view_dtype"]
+       "take_along_dim", "repeat_interleave", "view_dtype", "einsum"]
+
+# einsum equations (ellipsis written as "." for one broadcast dim here)
+EQUATIONS = ["ij,jk->ik", "ij,jk", "bij,bjk->bik", "bij,bkj->bki", "ij->ji",
+             "ii->i", "ii", "ij->", "i,j->ij", "ij,ij->i", "iij->j",
+             "...ij,...jk->...ik", "...i,...i", "ab,bc,ca->", "abc,cd->dba",
+             "i,i->i", "ij,j"]
 
 
 def _out(ctx, h, want, wdt, what):
@@ -43,6 +52,8 @@ def _shape(rng, lo=1):
 def t_reorder(ctx):
     rng, lib = ctx.rng, ctx.lib
     op = str(rng.choice(OPS))
+    if op == "einsum":
+        return t_einsum(ctx)
     dt = str(rng.choice(ALL))
     sh = _shape(rng)
     x = ctx.node(sh, dt)
@@ -179,5 +190,50 @@ def t_reorder(ctx):
 
 
 def ffi_int(d):
-    from ftm import ffi
     return ffi.new("int *", d)
+
+
+def t_einsum(ctx):
+    """One equation on float operands of one dtype.  Tolerance: each
+    result element is a sum of K products; F32 / F16 / BF16 contract in
+    F32 and F64 in F64 (K ulp of the compute type times the sum of |terms|,
+    the einsum of |operands|), plus 3 ulp of the dtype for the roundings
+    between steps (diagonal, sum, one matmul per pair)."""
+    rng = ctx.rng
+    eq = str(rng.choice(EQUATIONS))
+    dt = str(rng.choice(FLOATS))
+    size = {c: int(rng.integers(0 if rng.random() < 0.1 else 1, 5))
+            for c in "abcdijk"}
+    ell = [int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3)))]
+    terms = eq.split("->")[0].split(",")
+    nodes = []
+    for t in terms:
+        sh = [size[c] for c in t.replace("...", "")]
+        if "..." in t:
+            e = ell[int(rng.integers(0, len(ell) + 1)):]
+            e = [1 if rng.random() < 0.3 else d for d in e]
+            sh = e + sh
+        nodes.append(ctx.node(sh, dt, special=0))
+    ctx.log.append(f"  eq={eq}")
+    for n in nodes:
+        ctx.log.append(f"operand: {n.describe()}")
+    arr = ffi.new("tm_tensor *[]", [n.t for n in nodes])
+    h = ctx.lib.tm_einsum(eq.encode(), arr, len(nodes))
+    vals = [cast(n.v, dt).astype(np.float64) for n in nodes]
+    want = np.einsum(eq, *vals)
+    mag = np.einsum(eq, *[np.abs(v) for v in vals])
+    letters = "".join(terms).replace(".", "")
+    out = eq.split("->")[1] if "->" in eq else \
+        "".join(c for c in letters if letters.count(c) == 1)
+    k = 1  # the number of terms summed into each output element
+    for c in set(letters) - set(out):
+        k *= max(size[c], 1)
+    comp = ULP["f64"] if dt == "f64" else ULP["f32"]
+    at = (k * comp + 3 * ULP[dt]) * mag
+    ctx.check(h, "tm_einsum")
+    got, gdt = ctx.to_np(h)
+    if gdt != dt:
+        raise Mismatch(f"tm_einsum: dtype {gdt}, expected {dt}")
+    msg = compare(got, cast(want, dt), ULP[dt], at)
+    if msg:
+        raise Mismatch(f"tm_einsum: {msg}")
