@@ -1,10 +1,13 @@
 /* diag.c — diagonal (a view), diag, and Tensor.unfold (a view of sliding
  * windows).
  *
- * The views are tm_as_strided over the input's storage, so they write
- * through and record AsStridedBackward; diag of a vector builds its matrix
- * from pads and reshapes, which record their own gradients. */
+ * The views share the input's storage, so they write through; diagonal
+ * records DiagonalBackward (diag_backward.c), unfold is tm_as_strided and
+ * records AsStridedBackward (overlapping windows add up).  diag of a
+ * vector builds its matrix from pads and reshapes, which record their own
+ * gradients. */
 #include "compose_impl.h"
+#include "../core/grad_hooks.h"
 
 #include <stdint.h>
 
@@ -38,7 +41,9 @@ tm_tensor *tm_diagonal(const tm_tensor *t, int64_t offset, int dim1, int dim2)
     strides[k] = t->strides[d1] + t->strides[d2];
     if (len > 0)
         off += offset >= 0 ? offset * t->strides[d2] : -offset * t->strides[d1];
-    return tm_as_strided(t, shape, strides, t->ndim - 1, off);
+    return tm__grad_diagonal(tm__view_of(__func__, t, shape, strides,
+                                         t->ndim - 1, off),
+                             t, offset, d1, d2);
 }
 
 /* The m x m matrix (m = n + |k|) with v on diagonal k: v's elements are
