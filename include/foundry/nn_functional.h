@@ -359,6 +359,31 @@ tm_tensor *tm_poisson_nll_loss(const tm_tensor *x, const tm_tensor *y,
 tm_tensor *tm_gaussian_nll_loss(const tm_tensor *x, const tm_tensor *y,
                                 const tm_tensor *var, bool full, double eps,
                                 tm_reduction reduction);
+/* Settings of tm_im2col / tm_col2im (torch.nn.functional.unfold / fold);
+ * start from tm_fold_defaults() and set the kernel. */
+typedef struct tm_fold_opts {
+    int64_t kernel[2];   /* block size, >= 1; default {1, 1} */
+    int64_t dilation[2]; /* spacing of block taps, >= 1; default {1, 1} */
+    int64_t padding[2];  /* zeros on each side, >= 0; default {0, 0} */
+    int64_t stride[2];   /* >= 1; default {1, 1} */
+} tm_fold_opts;
+tm_fold_opts tm_fold_defaults(void);
+
+/* Sliding blocks of an image as columns (torch's unfold):
+ *   x [N, C, H, W] (or [C, H, W]) -> [N, C*kH*kW, L] (or [C*kH*kW, L]),
+ *   L = OH * OW, OH = (H + 2*padding[0] - dilation[0]*(kH-1) - 1) /
+ *   stride[0] + 1 (OW likewise), rows ordered (c, ki, kj).
+ * tm_col2im is its adjoint (torch's fold): it sums every column back into
+ * an image of output_size[2] = {H, W}, overlaps adding up:
+ *   x [N, C*kH*kW, L] (or [C*kH*kW, L]) -> [N, C, H, W] (or [C, H, W]).
+ * Both are a gather / scatter-add with one index computed from the
+ * geometry, so each is the other's gradient; any dtype, any device.
+ * Errors: wrong ranks, a channel dim not divisible by kH*kW, L not the
+ * number of blocks, or no block fitting (TM_ESHAPE); bad settings
+ * (TM_EINVAL). */
+tm_tensor *tm_im2col(const tm_tensor *x, const tm_fold_opts *opts);
+tm_tensor *tm_col2im(const tm_tensor *x, const int64_t *output_size,
+                     const tm_fold_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -532,6 +532,80 @@ tm_tensor *tm_triu(const tm_tensor *t, int64_t diagonal);
 tm_status tm_tril_(tm_tensor *t, int64_t diagonal);
 tm_status tm_triu_(tm_tensor *t, int64_t diagonal);
 
+/* ------------------------------------------- reordering, diagonals, einsum
+ * Composed of the ops above (index_select, gather, scatter, cat, pad,
+ * views, matmul), so they run on every device and record autograd through
+ * them.  Dims may be negative; a 0-d tensor accepts dim 0 and -1 in
+ * flip, unfold and repeat_interleave (not in roll and take_along_dim, as
+ * in PyTorch).  Results are new references (release with tm_free). */
+
+/* A copy with the order of elements reversed along each of dims[ndims]
+ * (a dim listed twice is TM_EINVAL).  fliplr flips dim 1 (t needs >= 2
+ * dims), flipud dim 0 (>= 1 dim). */
+tm_tensor *tm_flip(const tm_tensor *t, const int *dims, int ndims);
+tm_tensor *tm_fliplr(const tm_tensor *t);
+tm_tensor *tm_flipud(const tm_tensor *t);
+/* A copy with the elements shifted by shifts[i] (may be negative) along
+ * dims[i], wrapping around; nshifts == ndims.  ndims == 0: the flattened
+ * tensor is rolled by shifts[0] (nshifts == 1) and keeps t's shape. */
+tm_tensor *tm_roll(const tm_tensor *t, const int64_t *shifts, int nshifts,
+                   const int *dims, int ndims);
+/* A view of the diagonal `offset` (> 0 above the main one) of dims dim1
+ * and dim2, which are removed; the diagonal becomes the last dim (length
+ * 0 when offset is beyond the matrix).  Writes through to t. */
+tm_tensor *tm_diagonal(const tm_tensor *t, int64_t offset, int dim1,
+                       int dim2);
+/* 1-D t of n elements: the square (n + |diagonal|)-matrix with t on that
+ * diagonal and zeros elsewhere.  2-D t: a copy of its diagonal (1-D).
+ * Other ranks are TM_EINVAL. */
+tm_tensor *tm_diag(const tm_tensor *t, int64_t diagonal);
+/* A view of every window of `size` elements along `dim`, `step` apart
+ * (torch.Tensor.unfold): dim gets (n - size) / step + 1 entries and a new
+ * last dim of `size` is added.  0 <= size <= n and step > 0 (TM_EINVAL
+ * otherwise). */
+tm_tensor *tm_unfold(const tm_tensor *t, int dim, int64_t size, int64_t step);
+/* The indices of the non-zero elements (NaN counts as non-zero): I64
+ * [count, ndim], in row-major order.  A host synchronization point: the
+ * count is read back from t's device. */
+tm_tensor *tm_nonzero(const tm_tensor *t);
+/* The elements of t where mask (BOOL, TM_EDTYPE otherwise) is true, both
+ * broadcast together, as a 1-D tensor in row-major order.  Synchronizes
+ * as tm_nonzero does. */
+tm_tensor *tm_masked_select(const tm_tensor *t, const tm_tensor *mask);
+/* Gathers along *dim, with t and indices (integer, same ndim) broadcast
+ * together in every other dim (torch.take_along_dim); dim NULL: the
+ * flattened t indexed by the flattened indices. */
+tm_tensor *tm_take_along_dim(const tm_tensor *t, const tm_tensor *indices,
+                             const int *dim);
+/* Each slice i along *dim repeated repeats[i] times in place (dim NULL:
+ * of the flattened t).  repeats is a 0-d or 1-D integer tensor of
+ * non-negative counts, of length 1 or the dim's size; it is read on the
+ * host (a synchronization point).  output_size >= 0 must equal the
+ * result's length along the dim (-1: not checked).  The _int form takes
+ * one count for every slice. */
+tm_tensor *tm_repeat_interleave(const tm_tensor *t, const tm_tensor *repeats,
+                                const int *dim, int64_t output_size);
+tm_tensor *tm_repeat_interleave_int(const tm_tensor *t, int64_t repeats,
+                                    const int *dim, int64_t output_size);
+/* Einstein summation, as torch.einsum: "ij,jk->ik" (explicit output) or
+ * "ij,jk" (implicit: the labels seen once, in alphabetical order with
+ * A-Z before a-z); "..." stands for broadcast dims; a label repeated in
+ * one operand takes a diagonal; labels missing from the output are
+ * summed.  Sizes of one label must match or be 1 (broadcast).  Pairs of
+ * operands contract left to right as batched matmuls.  Spaces are
+ * ignored.  Errors (TM_EINVAL / TM_ESHAPE): a term count other than n, a
+ * character outside [a-zA-Z.], a term whose labels do not match its
+ * operand's dims, mismatched sizes, output labels repeated or not in any
+ * input. */
+tm_tensor *tm_einsum(const char *equation, tm_tensor *const *operands, int n);
+/* t's bytes as dtype dt (a view sharing t's storage, as
+ * torch.Tensor.view(dtype)).  When element sizes differ t needs >= 1 dim
+ * and a last dim of stride 1, which scales by the size ratio; to a wider
+ * dtype its size, the other strides and the offset must be divisible by
+ * the ratio (TM_EINVAL otherwise).  No gradient flows through a change of
+ * dtype (a view with t's own dtype is tm_view). */
+tm_tensor *tm_view_dtype(const tm_tensor *t, tm_dtype dt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -151,4 +151,10 @@ tm_tensor *tm__grad_pad(tm_tensor *out, const tm_tensor *t,
 tm_tensor *tm__grad_repeat(tm_tensor *out, const tm_tensor *t,
                            const int64_t *repeats, int nrep);
 
+/* --------------------------------------------------------- ops/diag.c */
+
+/* out is the diagonal `offset` of t's dims dim1, dim2 (wrapped). */
+tm_tensor *tm__grad_diagonal(tm_tensor *out, const tm_tensor *t,
+                             int64_t offset, int dim1, int dim2);
+
 #endif

@@ -43,6 +43,7 @@ from ftm import (ACT, ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E
                  ref_scatter_reduce, ref_sort, ref_unary,
                  scalar_wrap, tensors)
 from diff_conv import t_conv  # noqa: E402
+from diff_reorder import t_reorder  # noqa: E402
 
 
 def rdt(rng, pool=ALL):
@@ -860,6 +861,7 @@ FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1
             "conv": (lambda ctx: t_conv(ctx, outcheck), 1),
             "activation": (t_activation, 2),
             "scatter_reduce": (t_scatter_reduce, 1),
+            "reorder": (t_reorder, 3),
             }
 
 

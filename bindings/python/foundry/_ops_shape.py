@@ -48,9 +48,16 @@ class _Shape:
     reshape = export(_reshape_like(
         "reshape", lib.tm_reshape, "The elements in a new shape: a view "
         "when the strides allow it, else a copy."))
-    view = _reshape_like(
-        "view", lib.tm_view, "A view with a new shape (ValueError when the "
-        "strides do not allow one; use reshape).", False)
+    def view(self, *shape):
+        """A view with a new shape (ValueError when the strides do not
+        allow one; use reshape), given as ints or one sequence; or, given
+        a dtype, self's bytes reinterpreted as that dtype.  Mirrors
+        torch.Tensor.view."""
+        from ._ops_reorder import is_dtype, view_dtype
+        if len(shape) == 1 and is_dtype(shape[0]):
+            return view_dtype(self, shape[0])
+        s, n = shape_args(shape)
+        return wrap(lib.tm_view(self._p, s, n))
     expand = _reshape_like(
         "expand", lib.tm_expand, "A view with size-1 dims stretched to the "
         "shape (stride 0), and new leading dims; -1 keeps a size.", False)

@@ -11,6 +11,7 @@ own file (every method declared there, with its docstring):
   _ops_reduce.py  _Reductions   reductions, sorting, softmax
   _ops_scan.py    _Scans        cumprod, cummax, cummin, logcumsumexp
   _ops_shape.py   _Shape        shapes, views, split / cat
+  _ops_reorder.py _Reorder      flip, roll, diagonals, nonzero, einsum
   _index.py       _Indexing     [] and gather / scatter
   _convert.py     _Conversion   to(), dtype casts, new_*, copy_ / fill_
   _random.py      _RandomFills  uniform_ / normal_ / random_
@@ -30,6 +31,7 @@ from ._index import _Indexing
 from ._ops_arith import _Arithmetic
 from ._ops_reduce import _Reductions
 from ._ops_scan import _Scans
+from ._ops_reorder import _Reorder
 from ._ops_shape import _Shape
 from ._ops_unary import _Elementwise
 from ._random import _RandomFills
@@ -44,8 +46,8 @@ def _fits(g, p):
             lib.tm_device_eq(lib.tm_device_of(g), lib.tm_device_of(p)))
 
 
-class Tensor(_Arithmetic, _Elementwise, _Reductions, _Shape, _Indexing,
-             _Conversion, _RandomFills, _Scans):
+class Tensor(_Arithmetic, _Elementwise, _Reductions, _Reorder, _Shape,
+             _Indexing, _Conversion, _RandomFills, _Scans):
     """An n-dimensional array on a device, with autograd.
 
     Tensor(data, dtype=None, requires_grad=False) copies data as

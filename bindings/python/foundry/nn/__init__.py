@@ -12,6 +12,7 @@ from ._layers_conv import (Conv1d, Conv3d, ConvTranspose1d,  # noqa: F401
 from . import _layers_act, _layers_loss
 from ._layers_act import *  # noqa: F401,F403
 from ._layers_loss import *  # noqa: F401,F403
+from ._layers_fold import Unfold, Fold
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -20,5 +21,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
-           "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+           "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "Unfold", "Fold"]
 __all__ += _layers_act.__all__ + _layers_loss.__all__
