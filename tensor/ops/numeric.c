@@ -104,7 +104,7 @@ tm_tensor *tm_isclose(const tm_tensor *a, const tm_tensor *b, double rtol,
     /* Integers compare in F64: a - b must not wrap. */
     tm_tensor *ac = NULL, *bc = NULL, *close = NULL, *diff = NULL,
               *ad = NULL, *ab = NULL, *tol = NULL, *le = NULL, *na = NULL,
-              *nb = NULL, *nn = NULL, *r = NULL;
+              *nb = NULL, *nn = NULL, *fin = NULL, *ok = NULL, *r = NULL;
     if (!tm_dtype_is_float(a->dtype)) {
         if (!(ac = tm_to_dtype(a, TM_F64)) || !(bc = tm_to_dtype(b, TM_F64)))
             goto done;
@@ -118,10 +118,12 @@ tm_tensor *tm_isclose(const tm_tensor *a, const tm_tensor *b, double rtol,
     if (!rb) goto done;
     tol = tm_binary_scalar_as(TM_OP_ADD, rb, atol, TM_SCALAR_FLOAT);
     tm_free(rb);
-    /* |a - b| is NaN or inf where an operand is: le is false there, and
-     * equal infinities were found by eq. */
-    if (!tol || !(le = tm_le(ad, tol))) goto done;
-    r = tm_logical_or(close, le);
+    /* Only a finite |a - b| may pass the tolerance (with b infinite, tol
+     * is inf too); equal infinities were found by eq. */
+    if (!tol || !(le = tm_le(ad, tol)) || !(fin = tm_isfinite(ad)) ||
+        !(ok = tm_logical_and(le, fin)))
+        goto done;
+    r = tm_logical_or(close, ok);
     if (r && equal_nan) {
         tm_tensor *r2 = NULL;
         if ((na = tm_isnan(a)) && (nb = tm_isnan(b)) &&
@@ -140,6 +142,8 @@ done:
     tm_free(ab);
     tm_free(tol);
     tm_free(le);
+    tm_free(fin);
+    tm_free(ok);
     tm_free(na);
     tm_free(nb);
     tm_free(nn);
