@@ -116,14 +116,14 @@ extern "C" {
     X(LOGICAL_AND,  "logical_and",  PRED,  BOOL,    NULL)                     \
     X(LOGICAL_OR,   "logical_or",   PRED,  BOOL,    NULL)                     \
     X(LOGICAL_XOR,  "logical_xor",  PRED,  BOOL,    NULL)                     \
-    X(FLOOR_DIVIDE, "floor_divide", INT,   SAME,    "FloorDivideBackward")    \
-    X(REMAINDER,    "remainder",    INT,   SAME,    "RemainderBackward")    \
+    X(FLOOR_DIVIDE, "floor_divide", INT,   NO_BOOL, "FloorDivideBackward")    \
+    X(REMAINDER,    "remainder",    INT,   NO_BOOL, "RemainderBackward")      \
     X(BITWISE_AND,  "bitwise_and",  BITS,  SAME,    NULL)                     \
     X(BITWISE_OR,   "bitwise_or",   BITS,  SAME,    NULL)                     \
     X(BITWISE_XOR,  "bitwise_xor",  BITS,  SAME,    NULL)                     \
     X(BITWISE_LEFT_SHIFT,  "bitwise_left_shift",  BITS, NO_BOOL, NULL)        \
     X(BITWISE_RIGHT_SHIFT, "bitwise_right_shift", BITS, NO_BOOL, NULL)        \
-    X(FMOD,         "fmod",         INT,   SAME,    "FmodBackward")           \
+    X(FMOD,         "fmod",         INT,   NO_BOOL, "FmodBackward")           \
     X(ATAN2,        "atan2",        FLOAT, FLOAT,   "Atan2Backward")          \
     X(LOGADDEXP,    "logaddexp",    FLOAT, FLOAT,   "LogaddexpBackward")      \
     X(LOGADDEXP2,   "logaddexp2",   FLOAT, FLOAT,   "Logaddexp2Backward")     \
@@ -169,7 +169,9 @@ typedef enum tm_reduce_op {
  * leave `a` unchanged). maximum/minimum propagate NaN.  A scalar with an
  * integral value counts as an integer: it keeps an integer tensor's dtype
  * (computed exactly in I64, then wrapped to it) and gives I64 with a bool
- * tensor.  bool + bool is logical or; bool - bool is an error (TM_EDTYPE).
+ * tensor.  bool + bool is logical or; subtraction with any bool operand
+ * (a bool number too) and floor_divide, remainder and fmod of two bools
+ * are errors (TM_EDTYPE), as in PyTorch.
  * An in-place op into an expanded (stride 0) tensor is an error. */
 tm_tensor *tm_binary(tm_binary_op op, const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_binary_scalar(tm_binary_op op, const tm_tensor *a, double s);

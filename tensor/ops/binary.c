@@ -58,8 +58,9 @@ static bool tm__can_cast(tm_dtype from, tm_dtype to)
  * else the tensor's dtype wins.  TM_SCALAR_AUTO counts an integral value
  * as an integer.  *sdt gets the dtype the scalar is stored in for the
  * kernel: the tensor's float dtype (so it rounds like PyTorch and numpy
- * do), I64 for integers (exact; the kernel computes in I64 anyway), BOOL
- * for a bool against a bool tensor, or F32. */
+ * do), I64 for integers (exact, where PyTorch first wraps a number out of
+ * a narrower dtype's range; the kernel computes in I64 anyway), BOOL for
+ * a bool against a bool tensor, or F32. */
 static tm_status tm__wrapped_dtype(const char *fn, tm_dtype dt, double s,
                                    tm_scalar_kind k, tm_dtype *pt,
                                    tm_dtype *sdt)
@@ -148,12 +149,24 @@ done:
     return out;
 }
 
+/* PyTorch refuses subtraction with any bool operand, a bool number too
+ * (x - True), not only bool - bool. */
+static tm_status tm__check_sub(const char *fn, tm_binary_op op, bool has_bool)
+{
+    if (op == TM_OP_SUB && has_bool)
+        return tm__errf(TM_EDTYPE, fn, "subtraction with a bool operand is "
+                        "not supported; to invert a mask use "
+                        "tm_logical_not, else convert it first");
+    return TM_OK;
+}
+
 /* Validates op, a and b for a tensor-tensor op. */
 static tm_status tm__check_pair(const char *fn, tm_binary_op op,
                                 const tm_tensor *a, const tm_tensor *b)
 {
     if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a") ||
-        tm__check_operand(fn, b, "b"))
+        tm__check_operand(fn, b, "b") ||
+        tm__check_sub(fn, op, a->dtype == TM_BOOL || b->dtype == TM_BOOL))
         return tm_last_status();
     const tm_tensor *ts[2] = {a, b};
     return tm__check_same_device(fn, ts, 2);
@@ -175,6 +188,7 @@ static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
 {
     tm_dtype sdt, pt;
     if (tm__check_op(fn, op) || tm__check_operand(fn, t, "a") ||
+        tm__check_sub(fn, op, t->dtype == TM_BOOL || k == TM_SCALAR_BOOL) ||
         tm__wrapped_dtype(fn, t->dtype, s, k, &pt, &sdt))
         return NULL;
     tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(t));
@@ -292,6 +306,7 @@ static tm_status tm__binary_scalar_(const char *fn, tm_binary_op op,
 {
     tm_dtype sdt, pt;
     if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a") ||
+        tm__check_sub(fn, op, a->dtype == TM_BOOL || k == TM_SCALAR_BOOL) ||
         tm__wrapped_dtype(fn, a->dtype, s, k, &pt, &sdt))
         return tm_last_status();
     tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(a));

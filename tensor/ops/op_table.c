@@ -34,6 +34,11 @@ static const char *tm__no_bool_message(const tm__op_info *op)
         op == &tm__binary_ops[TM_OP_BITWISE_RIGHT_SHIFT])
         return "shifts of bool tensors are not supported (PyTorch has none "
                "either); convert to an integer dtype first";
+    if (op == &tm__binary_ops[TM_OP_FLOOR_DIVIDE] ||
+        op == &tm__binary_ops[TM_OP_REMAINDER] ||
+        op == &tm__binary_ops[TM_OP_FMOD])
+        return "division of bool tensors is not supported (PyTorch has "
+               "none either); convert to an integer dtype first";
     return "bool tensors are not supported";
 }
 

@@ -89,6 +89,13 @@ class OpError(Exception):
     pass
 
 
+class BoolSubError(Exception):
+    """PyTorch refuses subtraction with any bool operand (TM_EDTYPE)."""
+
+
+BOOL_SUB = "subtraction with a bool operand"
+
+
 def wrap64(v):
     return ((int(v) + 2**63) % 2**64) - 2**63
 
@@ -156,11 +163,15 @@ def apply(op, X, Y, pt):
 
 
 def tensor_op(op, x, xdt, y, ydt):
+    if op == "sub" and "bool" in (xdt, ydt):
+        raise BoolSubError()
     pt = promote(xdt, ydt)
     return apply(op, cast(x, pt), cast(y, pt), pt)
 
 
 def scalar_op(op, x, xdt, s, rev):
+    if op == "sub" and xdt == "bool":
+        raise BoolSubError()
     pt, sdt = wrapped(xdt, s)
     S = cast(np.array(s, dtype=np.float64), sdt)
     X = cast(x, pt)
@@ -221,6 +232,10 @@ def binop_case(name, op, a, b, variant=""):
         c = Case(name, op + variant, [a, b]).error("TM_EINVAL", str(e))
         cases.append(c)
         return c
+    except BoolSubError:
+        c = Case(name, op + variant, [a, b]).error("TM_EDTYPE", BOOL_SUB)
+        cases.append(c)
+        return c
     if variant == "_":
         R, rdt = cast(R, a.dtype), a.dtype
     c = Case(name, op + variant, [a, b]).out(R, rdt)
@@ -232,9 +247,11 @@ def binop_case(name, op, a, b, variant=""):
 def scalar_case(name, op, a, s, rev=False, inplace=False):
     try:
         R, rdt = scalar_op(op, a.value, a.dtype, s, rev)
-    except OpError as e:
+    except (OpError, BoolSubError) as e:
+        status, msg = ("TM_EINVAL", str(e)) if isinstance(e, OpError) else \
+            ("TM_EDTYPE", BOOL_SUB)
         c = Case(name, op + ("_rs" if rev else "_s") + ("_" if inplace else ""),
-                 [a], s=s).error("TM_EINVAL", str(e))
+                 [a], s=s).error(status, msg)
         cases.append(c)
         return c
     if inplace:
@@ -259,7 +276,7 @@ for op in OPS:
         if dt == "bool" and op == "sub":
             cases.append(Case("sub_bool_is_an_error", "sub",
                               [inp("bool", [3]), inp("bool", [3])])
-                         .error("TM_EDTYPE", "subtraction of bool tensors"))
+                         .error("TM_EDTYPE", BOOL_SUB))
             continue
         binop_case(f"{op}_{dt}", op, inp(dt, [3, 4], op, "a"),
                    inp(dt, [3, 4], op, "b"))
