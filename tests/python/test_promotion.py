@@ -232,3 +232,25 @@ def test_where_condition_of_another_dtype_and_broadcast(tch):
     got = F.where(F.tensor(c) != 0, F.zeros(2, 1), 7)
     want = tch.where(tch.tensor(c) != 0, tch.zeros(2, 1), 7)
     check(got, want)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow",
+                                  "remainder", "floor_divide",
+                                  "bitwise_and", "bitwise_or",
+                                  "bitwise_left_shift"])
+@pytest.mark.parametrize("s", [2, 2.5, True])
+def test_functions_take_a_number_first_as_torch(tch, name, s):
+    if name.startswith("bitwise") and isinstance(s, float):
+        return  # a float operand of a bitwise op: TypeError (tested there)
+    x = np.array([1, 2, 3], dtype=np.int32)
+    want, err = torch_or_error(lambda: getattr(tch, name)(s, tch.tensor(x)))
+    if err is not None:
+        with pytest.raises(RuntimeError):
+            getattr(F, name)(s, F.tensor(x))
+        return
+    check(getattr(F, name)(s, F.tensor(x)), want)
+
+
+def test_two_numbers_are_not_a_tensor_op():
+    with pytest.raises(TypeError, match="expected a Tensor or a number"):
+        F.mul(2, 3)

@@ -47,7 +47,13 @@ def _type_error(name, other):
 def _method(name, op, c_fn, doc):
     """self.<name>(other): one C call, TypeError for other types."""
     def method(self, other):
-        if isinstance(other, _tensor.Tensor):
+        if not isinstance(self, _tensor.Tensor):
+            # foundry.<name>(2, t), as torch.<name> takes a number first
+            if not (isinstance(self, SCALAR) and
+                    isinstance(other, _tensor.Tensor)):
+                raise _type_error(name, self)
+            p = _rscalar(op, self, other._p)
+        elif isinstance(other, _tensor.Tensor):
             p = c_fn(self._p, other._p)
         elif isinstance(other, SCALAR):
             p = _scalar(op, self._p, other)
