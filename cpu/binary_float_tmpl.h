@@ -3,7 +3,8 @@
  * type, instantiated for F32 and F64 by cpu_binary.c (no include guard).
  *
  * The includer defines BT (float or double), BN(name), and the libm
- * functions of that type: BT_FMOD, BT_FLOOR, BT_COPYSIGN, BT_POW.
+ * functions of that type: BT_FMOD, BT_FLOOR, BT_COPYSIGN, BT_POW, BT_ATAN2,
+ * BT_LOG1P, BT_EXP, BT_EXP2, BT_HYPOT.
  */
 #include "binary_forms_tmpl.h"
 
@@ -56,6 +57,51 @@ static inline BT BN(rem)(BT a, BT b, int *err)
     return mod;
 }
 
+static inline BT BN(fmod)(BT a, BT b, int *err)
+{
+    (void)err;
+    return BT_FMOD(a, b);
+}
+
+static inline BT BN(atan2)(BT a, BT b, int *err)
+{
+    (void)err;
+    return BT_ATAN2(a, b);
+}
+
+/* max + log1p(exp(-|a - b|)) does not overflow; equal operands (equal
+ * infinities too, where a - b is NaN) are a + log(2). */
+static inline BT BN(logaddexp)(BT a, BT b, int *err)
+{
+    (void)err;
+    if (a != a || b != b) return a + b;
+    if (a == b) return a + (BT)0.693147180559945309417232121458176568;
+    BT m = a > b ? a : b, d = a > b ? b - a : a - b;
+    return m + BT_LOG1P(BT_EXP(d));
+}
+
+static inline BT BN(logaddexp2)(BT a, BT b, int *err)
+{
+    (void)err;
+    if (a != a || b != b) return a + b;
+    if (a == b) return a + 1;
+    BT m = a > b ? a : b, d = a > b ? b - a : a - b;
+    return m + BT_LOG1P(BT_EXP2(d)) *
+                   (BT)1.44269504088896340735992468100189214;
+}
+
+static inline BT BN(copysign)(BT a, BT b, int *err)
+{
+    (void)err;
+    return BT_COPYSIGN(a, b);
+}
+
+static inline BT BN(hypot)(BT a, BT b, int *err)
+{
+    (void)err;
+    return BT_HYPOT(a, b);
+}
+
 /* The loop of one chunk: in[0] (and in[1] for TM__VV) from the engine,
  * the scalar operand from the context. */
 static void BN(loop)(int64_t n, void *o, const void *const *in, void *p)
@@ -82,6 +128,18 @@ static void BN(loop)(int64_t n, void *o, const void *const *in, void *p)
     case TM_OP_REMAINDER:
         BN(plain)(n, z, x, y, c->form, BN(rem), &err);
         break;
+    case TM_OP_FMOD: BN(plain)(n, z, x, y, c->form, BN(fmod), &err); break;
+    case TM_OP_ATAN2: BN(plain)(n, z, x, y, c->form, BN(atan2), &err); break;
+    case TM_OP_LOGADDEXP:
+        BN(plain)(n, z, x, y, c->form, BN(logaddexp), &err);
+        break;
+    case TM_OP_LOGADDEXP2:
+        BN(plain)(n, z, x, y, c->form, BN(logaddexp2), &err);
+        break;
+    case TM_OP_COPYSIGN:
+        BN(plain)(n, z, x, y, c->form, BN(copysign), &err);
+        break;
+    case TM_OP_HYPOT: BN(plain)(n, z, x, y, c->form, BN(hypot), &err); break;
     default: BN(pred_op)(c->op, n, o, x, y, c->form); break;
     }
     tm__bin_flag(c, err);

@@ -51,6 +51,11 @@ static void tm__bin_flag(tm__bin_ctx *c, int err)
 #define BT_FLOOR floorf
 #define BT_COPYSIGN copysignf
 #define BT_POW powf
+#define BT_ATAN2 atan2f
+#define BT_LOG1P log1pf
+#define BT_EXP expf
+#define BT_EXP2 exp2f
+#define BT_HYPOT hypotf
 #include "binary_float_tmpl.h"
 #undef BT
 #undef BN
@@ -58,6 +63,11 @@ static void tm__bin_flag(tm__bin_ctx *c, int err)
 #undef BT_FLOOR
 #undef BT_COPYSIGN
 #undef BT_POW
+#undef BT_ATAN2
+#undef BT_LOG1P
+#undef BT_EXP
+#undef BT_EXP2
+#undef BT_HYPOT
 
 #define BT double
 #define BN(name) tm__bin_f64_##name
@@ -65,6 +75,11 @@ static void tm__bin_flag(tm__bin_ctx *c, int err)
 #define BT_FLOOR floor
 #define BT_COPYSIGN copysign
 #define BT_POW pow
+#define BT_ATAN2 atan2
+#define BT_LOG1P log1p
+#define BT_EXP exp
+#define BT_EXP2 exp2
+#define BT_HYPOT hypot
 #include "binary_float_tmpl.h"
 #undef BT
 #undef BN
@@ -72,6 +87,11 @@ static void tm__bin_flag(tm__bin_ctx *c, int err)
 #undef BT_FLOOR
 #undef BT_COPYSIGN
 #undef BT_POW
+#undef BT_ATAN2
+#undef BT_LOG1P
+#undef BT_EXP
+#undef BT_EXP2
+#undef BT_HYPOT
 
 /* ----------------------------------------------------------------- I64 */
 
@@ -155,7 +175,54 @@ static inline int64_t tm__ipow(int64_t a, int64_t e, int *err)
     return tm__wrap(r);
 }
 
-/* Integer and bool operands: every op but div (computed in F32). */
+/* C's %: truncated, with the sign of a. */
+static inline int64_t tm__ifmod(int64_t a, int64_t b, int *err)
+{
+    if (b == 0) {
+        *err |= TM__BIN_EDIV;
+        return 0;
+    }
+    return b == -1 ? 0 : a % b; /* INT64_MIN % -1 overflows in C */
+}
+
+static inline int64_t tm__iand(int64_t a, int64_t b, int *err)
+{
+    (void)err;
+    return a & b;
+}
+
+static inline int64_t tm__ior(int64_t a, int64_t b, int *err)
+{
+    (void)err;
+    return a | b;
+}
+
+static inline int64_t tm__ixor(int64_t a, int64_t b, int *err)
+{
+    (void)err;
+    return a ^ b;
+}
+
+/* Counts outside [0, 64) give 0, as PyTorch; counts from the narrower
+ * dtype's width up give 0 too once the result is wrapped to it. */
+static inline int64_t tm__ishl(int64_t a, int64_t b, int *err)
+{
+    (void)err;
+    return b < 0 || b >= 64 ? 0 : tm__wrap((uint64_t)a << b);
+}
+
+/* Arithmetic shift written without shifting a negative value (whose
+ * result C leaves to the implementation); counts outside [0, 64) give the
+ * sign fill. */
+static inline int64_t tm__ishr(int64_t a, int64_t b, int *err)
+{
+    (void)err;
+    if (b < 0 || b >= 64) return a < 0 ? -1 : 0;
+    return a < 0 ? ~(~a >> b) : a >> b;
+}
+
+/* Integer and bool operands: every op but the FLOAT ones (computed in
+ * F32). */
 static void tm__bin_i64_loop(int64_t n, void *o, const void *const *in,
                              void *p)
 {
@@ -185,6 +252,22 @@ static void tm__bin_i64_loop(int64_t n, void *o, const void *const *in,
     case TM_OP_REMAINDER:
         tm__bin_i64_plain(n, z, x, y, f, tm__irem, &err);
         break;
+    case TM_OP_FMOD: tm__bin_i64_plain(n, z, x, y, f, tm__ifmod, &err); break;
+    case TM_OP_BITWISE_AND:
+        tm__bin_i64_plain(n, z, x, y, f, tm__iand, &err);
+        break;
+    case TM_OP_BITWISE_OR:
+        tm__bin_i64_plain(n, z, x, y, f, tm__ior, &err);
+        break;
+    case TM_OP_BITWISE_XOR:
+        tm__bin_i64_plain(n, z, x, y, f, tm__ixor, &err);
+        break;
+    case TM_OP_BITWISE_LEFT_SHIFT:
+        tm__bin_i64_plain(n, z, x, y, f, tm__ishl, &err);
+        break;
+    case TM_OP_BITWISE_RIGHT_SHIFT:
+        tm__bin_i64_plain(n, z, x, y, f, tm__ishr, &err);
+        break;
     default: tm__bin_i64_pred_op(c->op, n, o, x, y, f); break;
     }
     tm__bin_flag(c, err);
@@ -209,9 +292,14 @@ tm_status tm__cpu_binary(tm_ctx *ctx, tm_binary_op op, const tm_buf *out, const 
     (void)ctx;
     TM_ASSERT((int)op >= 0 && op < TM_BINARY_OP_COUNT, TM_EINVAL);
     tm_dtype pt = tm_promote_types(a->dtype, b->dtype);
+    tm__op_class cls = tm__binary_ops[op].cls;
     tm_dtype ct = pt == TM_F64 ? TM_F64
-                  : tm_dtype_is_float(pt) || op == TM_OP_DIV ? TM_F32
-                                                             : TM_I64;
+                  : tm_dtype_is_float(pt) || cls == TM__CLASS_FLOAT ? TM_F32
+                                                                    : TM_I64;
+    if (cls == TM__CLASS_BITS && ct != TM_I64) /* the front ends refuse it */
+        return TM_ERR(TM_EDTYPE, "%s is only defined on integer and bool "
+                      "operands, not %s", tm__binary_ops[op].name,
+                      tm_dtype_name(pt));
     tm__ew_loop loop = ct == TM_F32   ? tm__bin_f32_loop
                        : ct == TM_F64 ? tm__bin_f64_loop
                                       : tm__bin_i64_loop;
@@ -227,7 +315,7 @@ tm_status tm__cpu_binary(tm_ctx *ctx, tm_binary_op op, const tm_buf *out, const 
         ins[0] = sb ? a : b;
         nin = 1;
     }
-    bool pred = tm__binary_ops[op].cls == TM__CLASS_PRED;
+    bool pred = cls == TM__CLASS_PRED;
     tm_status st = tm__ew_run(out, pred ? TM_BOOL : ct, ins, nin, ct, loop,
                               &bc);
     if (st) return st;

@@ -45,7 +45,9 @@ extern "C" {
  *   name   the op's name in messages and in Python;
  *   class  FLOAT  floating-point maths (integer inputs compute in F32),
  *          INT    defined on integers too, computed exactly there,
- *          PRED   a predicate: the result is BOOL;
+ *          PRED   a predicate: the result is BOOL,
+ *          BITS   bitwise: integer and bool operands only (a float
+ *                 operand is TM_EDTYPE);
  *   dtype  the result dtype for an input of dtype dt (binary ops: for the
  *          promoted dtype of both operands, tm_promote_types):
  *          SAME       dt,
@@ -124,8 +126,19 @@ extern "C" {
     X(LOGICAL_AND,  "logical_and",  PRED,  BOOL,    NULL)                     \
     X(LOGICAL_OR,   "logical_or",   PRED,  BOOL,    NULL)                     \
     X(LOGICAL_XOR,  "logical_xor",  PRED,  BOOL,    NULL)                     \
-    X(FLOOR_DIVIDE, "floor_divide", INT,   SAME,    "FloorDivideBackward")    \
-    X(REMAINDER,    "remainder",    INT,   SAME,    "RemainderBackward")
+    X(FLOOR_DIVIDE, "floor_divide", INT,   NO_BOOL, "FloorDivideBackward")    \
+    X(REMAINDER,    "remainder",    INT,   NO_BOOL, "RemainderBackward")      \
+    X(BITWISE_AND,  "bitwise_and",  BITS,  SAME,    NULL)                     \
+    X(BITWISE_OR,   "bitwise_or",   BITS,  SAME,    NULL)                     \
+    X(BITWISE_XOR,  "bitwise_xor",  BITS,  SAME,    NULL)                     \
+    X(BITWISE_LEFT_SHIFT,  "bitwise_left_shift",  BITS, NO_BOOL, NULL)        \
+    X(BITWISE_RIGHT_SHIFT, "bitwise_right_shift", BITS, NO_BOOL, NULL)        \
+    X(FMOD,         "fmod",         INT,   NO_BOOL, "FmodBackward")           \
+    X(ATAN2,        "atan2",        FLOAT, FLOAT,   "Atan2Backward")          \
+    X(LOGADDEXP,    "logaddexp",    FLOAT, FLOAT,   "LogaddexpBackward")      \
+    X(LOGADDEXP2,   "logaddexp2",   FLOAT, FLOAT,   "Logaddexp2Backward")     \
+    X(COPYSIGN,     "copysign",     FLOAT, FLOAT,   "CopysignBackward")       \
+    X(HYPOT,        "hypot",        FLOAT, FLOAT,   "HypotBackward")
 
 #define TM_REDUCE_OPS(X)                                                      \
     X(SUM,       "sum",       INT,   INT_I64, "SumBackward")                  \
@@ -166,7 +179,9 @@ typedef enum tm_reduce_op {
  * leave `a` unchanged). maximum/minimum propagate NaN.  A scalar with an
  * integral value counts as an integer: it keeps an integer tensor's dtype
  * (computed exactly in I64, then wrapped to it) and gives I64 with a bool
- * tensor.  bool + bool is logical or; bool - bool is an error (TM_EDTYPE).
+ * tensor.  bool + bool is logical or; subtraction with any bool operand
+ * (a bool number too) and floor_divide, remainder and fmod of two bools
+ * are errors (TM_EDTYPE), as in PyTorch.
  * An in-place op into an expanded (stride 0) tensor is an error. */
 tm_tensor *tm_binary(tm_binary_op op, const tm_tensor *a, const tm_tensor *b);
 tm_tensor *tm_binary_scalar(tm_binary_op op, const tm_tensor *a, double s);
@@ -209,6 +224,79 @@ tm_status tm_mul_(tm_tensor *a, const tm_tensor *b);
 tm_status tm_div_(tm_tensor *a, const tm_tensor *b);
 tm_status tm_add_scalar_(tm_tensor *a, double s);
 tm_status tm_mul_scalar_(tm_tensor *a, double s);
+
+/* ------------------------------------------ bitwise, fmod and binary maths
+ * bitwise_and/or/xor take integer and bool operands (bool with bool is the
+ * logical op and gives BOOL); a float operand is TM_EDTYPE.  The shifts
+ * take integer operands only and compute in the promoted dtype, as
+ * PyTorch: a count below 0 or at least 64 gives 0 (left) or the sign fill
+ * (right: -1 for a negative a, else 0); a count at least the dtype's width
+ * wraps to the same values.  tm_bitwise_not is ~t on integers and logical
+ * not on BOOL.
+ * fmod is C's fmod: a - trunc(a / b) * b, with the sign of a (remainder
+ * has the sign of b); integer fmod by zero is TM_EINVAL.
+ * atan2(a, b) is the angle of the point (b, a); logaddexp(a, b) =
+ * log(e^a + e^b) and logaddexp2(a, b) = log2(2^a + 2^b), both stable for
+ * large |a - b|; copysign(a, b) is |a| with the sign bit of b (-0.0
+ * counts as negative); hypot(a, b) = sqrt(a^2 + b^2) without overflow.
+ * These five are FLOAT ops: integer and bool operands give F32. */
+tm_tensor *tm_bitwise_and(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_bitwise_or(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_bitwise_xor(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_bitwise_left_shift(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_bitwise_right_shift(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_bitwise_not(const tm_tensor *t);
+tm_status tm_bitwise_not_(tm_tensor *t);
+tm_tensor *tm_fmod(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_fmod_scalar(const tm_tensor *a, double s);
+tm_tensor *tm_atan2(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_logaddexp(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_logaddexp2(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_copysign(const tm_tensor *a, const tm_tensor *b);
+tm_tensor *tm_hypot(const tm_tensor *a, const tm_tensor *b);
+
+/* What kind of number a scalar operand is, for type promotion (PyTorch's
+ * rules for a Python bool, int or float): a number of a higher category
+ * than the tensor (bool < integer < float) gives that category's default
+ * dtype (I64, F32); otherwise the tensor's dtype wins.  So an I32 tensor
+ * times the float 2.0 is F32, and a BOOL tensor and the bool true stay
+ * BOOL.  TM_SCALAR_AUTO is the rule of tm_binary_scalar: an integral value
+ * counts as an integer, any other as a float. */
+typedef enum tm_scalar_kind {
+    TM_SCALAR_AUTO = 0,
+    TM_SCALAR_BOOL = 1,
+    TM_SCALAR_INT = 2,
+    TM_SCALAR_FLOAT = 3
+} tm_scalar_kind;
+/* a OP s, s OP a and a OP= s with s of kind k (otherwise as
+ * tm_binary_scalar, tm_binary_rscalar and tm_binary_scalar_). */
+tm_tensor *tm_binary_scalar_as(tm_binary_op op, const tm_tensor *a, double s,
+                               tm_scalar_kind k);
+tm_tensor *tm_binary_rscalar_as(tm_binary_op op, double s, const tm_tensor *a,
+                                tm_scalar_kind k);
+tm_status tm_binary_scalar_as_(tm_binary_op op, tm_tensor *a, double s,
+                               tm_scalar_kind k);
+
+/* a + w * (end - a), computed as end - (end - a) * (1 - w) where |w| >= 0.5
+ * (PyTorch's form, exact at w = 0 and w = 1).  a, end and weight broadcast
+ * and must be float tensors of one dtype (TM_EDTYPE otherwise); the scalar
+ * form takes w as a number.  Differentiable in all three. */
+tm_tensor *tm_lerp(const tm_tensor *a, const tm_tensor *end,
+                   const tm_tensor *weight);
+tm_tensor *tm_lerp_scalar(const tm_tensor *a, const tm_tensor *end,
+                          double weight);
+/* BOOL: |a - b| <= atol + rtol * |b|, or a == b (equal infinities);
+ * NaNs are equal only with equal_nan.  a and b broadcast and must have one
+ * dtype (TM_EDTYPE otherwise, as PyTorch); integers compare in F64.  rtol
+ * and atol must be >= 0 (TM_EINVAL). */
+tm_tensor *tm_isclose(const tm_tensor *a, const tm_tensor *b, double rtol,
+                      double atol, bool equal_nan);
+/* t with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`;
+ * posinf/neginf NaN mean the dtype's largest/lowest finite value.
+ * Integer and bool tensors are copied unchanged.  Differentiable (the
+ * gradient is 0 where an element was replaced). */
+tm_tensor *tm_nan_to_num(const tm_tensor *t, double nan, double posinf,
+                         double neginf);
 
 /* cond ? a : b, all three broadcast.  `cond` (any dtype) is read as
  * (x != 0); the result has the promoted dtype of a and b. */

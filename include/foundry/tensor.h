@@ -223,7 +223,8 @@ tm_tensor *tm_full_like(const tm_tensor *t, double value);
 /* Values start, start+step, ... while < end (> end for negative step);
  * ceil((end-start)/step) elements.  step 0 is an error. */
 tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt);
-/* `steps` evenly spaced values from start to end inclusive. */
+/* `steps` evenly spaced values from start to end inclusive.  arange and
+ * linspace refuse TM_BOOL (TM_EUNSUPPORTED, as PyTorch). */
 tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt);
 /* n x m with ones on the main diagonal (m < 0: m = n). */
 tm_tensor *tm_eye(int64_t n, int64_t m, tm_dtype dt);

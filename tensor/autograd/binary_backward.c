@@ -82,6 +82,49 @@ static void binary_grads(tm__scratch *s, tm_binary_op op, const tm_tensor *g,
             *gb = tm__sc_unary(s, TM_OP_NEG, tm__sc_binary(s, TM_OP_MUL, g, t));
         }
         break;
+    case TM_OP_FMOD: /* a - trunc(a / b) b */
+        *ga = (tm_tensor *)g;
+        if (need_b) {
+            t = tm__sc_unary(s, TM_OP_TRUNC, tm__sc_binary(s, TM_OP_DIV, a, b));
+            *gb = tm__sc_unary(s, TM_OP_NEG, tm__sc_binary(s, TM_OP_MUL, g, t));
+        }
+        break;
+    case TM_OP_ATAN2: /* g b / (a^2 + b^2) and -g a / (a^2 + b^2) */
+        t = tm__sc_binary(s, TM_OP_ADD, tm__sc_binary(s, TM_OP_MUL, a, a),
+                          tm__sc_binary(s, TM_OP_MUL, b, b));
+        t = tm__sc_binary(s, TM_OP_DIV, g, t);
+        if (need_a) *ga = tm__sc_binary(s, TM_OP_MUL, t, b);
+        if (need_b)
+            *gb = tm__sc_unary(s, TM_OP_NEG, tm__sc_binary(s, TM_OP_MUL, t, a));
+        break;
+    case TM_OP_LOGADDEXP: /* g / (1 + e^(b - a)), PyTorch's form */
+    case TM_OP_LOGADDEXP2: {
+        tm_unary_op ex = op == TM_OP_LOGADDEXP ? TM_OP_EXP : TM_OP_EXP2;
+        if (need_a) {
+            t = tm__sc_unary(s, ex, tm__sc_binary(s, TM_OP_SUB, b, a));
+            *ga = tm__sc_binary(s, TM_OP_DIV, g,
+                                tm__sc_scalar(s, TM_OP_ADD, t, 1));
+        }
+        if (need_b) {
+            t = tm__sc_unary(s, ex, tm__sc_binary(s, TM_OP_SUB, a, b));
+            *gb = tm__sc_binary(s, TM_OP_DIV, g,
+                                tm__sc_scalar(s, TM_OP_ADD, t, 1));
+        }
+        break;
+    }
+    case TM_OP_COPYSIGN: /* g y / a (0 where a == 0); b gets 0 */
+        if (need_a)
+            *ga = tm__sc_block(s, tm__sc_scalar(s, TM_OP_EQ, a, 0),
+                               tm__sc_binary(s, TM_OP_MUL, g,
+                                             tm__sc_binary(s, TM_OP_DIV, y,
+                                                           a)));
+        if (need_b) *gb = tm__sc_scalar(s, TM_OP_MUL, g, 0);
+        break;
+    case TM_OP_HYPOT: /* g a / y and g b / y */
+        t = tm__sc_binary(s, TM_OP_DIV, g, y);
+        if (need_a) *ga = tm__sc_binary(s, TM_OP_MUL, t, a);
+        if (need_b) *gb = tm__sc_binary(s, TM_OP_MUL, t, b);
+        break;
     default:
         tm__errf(TM_ESTATE, "backward", "internal error: no derivative for "
                  "binary op %s", tm__binary_ops[op].name);
@@ -123,9 +166,13 @@ tm_tensor *tm__grad_binary(tm_tensor *out, tm_binary_op op,
     if (!out || !name) return out;
     /* what the gradients read: a, b and the output y */
     bool sa = op == TM_OP_MUL || op == TM_OP_POW || op == TM_OP_MAXIMUM ||
-              op == TM_OP_MINIMUM || op == TM_OP_REMAINDER;
-    bool sb = sa || op == TM_OP_DIV;
-    bool sy = op == TM_OP_DIV || op == TM_OP_POW;
+              op == TM_OP_MINIMUM || op == TM_OP_REMAINDER ||
+              op == TM_OP_FMOD || op == TM_OP_ATAN2 ||
+              op == TM_OP_LOGADDEXP || op == TM_OP_LOGADDEXP2 ||
+              op == TM_OP_HYPOT || op == TM_OP_COPYSIGN;
+    bool sb = (sa && op != TM_OP_COPYSIGN) || op == TM_OP_DIV;
+    bool sy = op == TM_OP_DIV || op == TM_OP_POW || op == TM_OP_HYPOT ||
+              op == TM_OP_COPYSIGN;
     binary_args p = {op};
     const tm_tensor *ins[2] = {a, b};
     tm__record r = {.name = name, .backward = binary_backward, .nin = 2,
@@ -182,6 +229,32 @@ static tm_tensor *scalar_grad(tm__scratch *sc, const scalar_args *p,
         t = tm__sc_rscalar(sc, TM_OP_FLOOR_DIVIDE, s, x);
         return tm__sc_unary(sc, TM_OP_NEG,
                             tm__sc_binary(sc, TM_OP_MUL, g, t));
+    case TM_OP_FMOD:
+        if (!p->rev) return (tm_tensor *)g;
+        /* s - trunc(s / x) x */
+        t = tm__sc_unary(sc, TM_OP_TRUNC, tm__sc_rscalar(sc, TM_OP_DIV, s, x));
+        return tm__sc_unary(sc, TM_OP_NEG,
+                            tm__sc_binary(sc, TM_OP_MUL, g, t));
+    case TM_OP_ATAN2: /* atan2(x, s): g s / r^2; atan2(s, x): -g s / r^2 */
+        t = tm__sc_scalar(sc, TM_OP_ADD, tm__sc_binary(sc, TM_OP_MUL, x, x),
+                          s * s);
+        return tm__sc_binary(sc, TM_OP_DIV,
+                             tm__sc_scalar(sc, TM_OP_MUL, g, p->rev ? -s : s),
+                             t);
+    case TM_OP_LOGADDEXP: /* symmetric: g / (1 + e^(s - x)) */
+    case TM_OP_LOGADDEXP2:
+        t = tm__sc_unary(sc, p->op == TM_OP_LOGADDEXP ? TM_OP_EXP : TM_OP_EXP2,
+                         tm__sc_rscalar(sc, TM_OP_SUB, s, x));
+        return tm__sc_binary(sc, TM_OP_DIV, g,
+                             tm__sc_scalar(sc, TM_OP_ADD, t, 1));
+    case TM_OP_COPYSIGN: /* x's sign changes or not: g y / x; s's is 0 */
+        if (p->rev) return tm__sc_scalar(sc, TM_OP_MUL, g, 0);
+        return tm__sc_block(sc, tm__sc_scalar(sc, TM_OP_EQ, x, 0),
+                            tm__sc_binary(sc, TM_OP_MUL, g,
+                                          tm__sc_binary(sc, TM_OP_DIV, y, x)));
+    case TM_OP_HYPOT: /* symmetric: g x / y */
+        return tm__sc_binary(sc, TM_OP_MUL, x,
+                             tm__sc_binary(sc, TM_OP_DIV, g, y));
     default:
         tm__errf(TM_ESTATE, "backward", "internal error: no derivative for "
                  "binary op %s", tm__binary_ops[p->op].name);
@@ -213,9 +286,13 @@ tm_tensor *tm__grad_binary_scalar(tm_tensor *out, tm_binary_op op,
     if (!out || !name) return out;
     /* what the gradient reads: t (x) and the output y */
     bool sx = op == TM_OP_POW || op == TM_OP_MAXIMUM ||
-              op == TM_OP_MINIMUM ||
-              (rev && (op == TM_OP_DIV || op == TM_OP_REMAINDER));
-    bool sy = rev && (op == TM_OP_DIV || op == TM_OP_POW);
+              op == TM_OP_MINIMUM || op == TM_OP_ATAN2 ||
+              op == TM_OP_LOGADDEXP || op == TM_OP_LOGADDEXP2 ||
+              op == TM_OP_HYPOT || (op == TM_OP_COPYSIGN && !rev) ||
+              (rev && (op == TM_OP_DIV || op == TM_OP_REMAINDER ||
+                       op == TM_OP_FMOD));
+    bool sy = (rev && (op == TM_OP_DIV || op == TM_OP_POW)) ||
+              op == TM_OP_HYPOT || (op == TM_OP_COPYSIGN && !rev);
     scalar_args p = {op, s, rev};
     const tm_tensor *ins[1] = {t};
     tm__record r = {.name = name, .backward = scalar_backward, .nin = 1,

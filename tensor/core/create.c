@@ -103,8 +103,20 @@ static tm_tensor *tm__sequence(const char *fn, const int64_t *shape, int nd,
     return t;
 }
 
+/* A bool sequence is refused, as PyTorch refuses it (linspace(0, 1, 3)
+ * would round to [false, true, true]). */
+static tm_status tm__check_seq_dtype(const char *fn, tm_dtype dt)
+{
+    if (dt == TM_BOOL)
+        return tm__errf(TM_EUNSUPPORTED, fn, "a %s sequence is not "
+                        "supported; make it in an integer dtype and compare",
+                        tm_dtype_name(dt));
+    return TM_OK;
+}
+
 tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
 {
+    if (tm__check_seq_dtype(__func__, dt)) return NULL;
     if (!isfinite(start) || !isfinite(end) || !isfinite(step)) {
         TM_ERR(TM_EINVAL, "start %g, end %g and step %g must be finite",
                start, end, step);
@@ -126,6 +138,7 @@ tm_tensor *tm_arange(double start, double end, double step, tm_dtype dt)
 
 tm_tensor *tm_linspace(double start, double end, int64_t steps, tm_dtype dt)
 {
+    if (tm__check_seq_dtype(__func__, dt)) return NULL;
     if (steps < 0) {
         TM_ERR(TM_EINVAL, "steps %lld is negative", (long long)steps);
         return NULL;

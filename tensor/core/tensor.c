@@ -165,7 +165,7 @@ tm_status tm__wrap_dim(const char *fn, int dim, int ndim, int *out)
 {
     int lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
     if (dim < lo || dim > hi)
-        return tm__errf(TM_EINVAL, fn,
+        return tm__errf(TM_ERANGE, fn,
                         "dim %d is out of range for a %d-d tensor "
                         "(expected [%d, %d])", dim, ndim, lo, hi);
     *out = dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;

@@ -69,7 +69,8 @@ struct tm_tensor {
  * for dtype `dt`); stores the element count in *numel. */
 tm_status tm__check_shape(const char *fn, const int64_t *shape, int ndim,
                           tm_dtype dt, int64_t *numel);
-/* Normalises a possibly negative dim against ndim into *out. */
+/* Normalises a possibly negative dim against ndim into *out; a dim out of
+ * range is TM_ERANGE (IndexError in Python, as in PyTorch). */
 tm_status tm__wrap_dim(const char *fn, int dim, int ndim, int *out);
 /* Fails unless `t` is non-NULL (names the argument `what`). */
 tm_status tm__check_tensor(const char *fn, const tm_tensor *t,

@@ -52,20 +52,42 @@ static bool tm__can_cast(tm_dtype from, tm_dtype to)
 
 
 
-/* A Python number against a tensor of dtype dt ("wrapped number"): it does
- * not widen a float tensor; an integral value keeps an integer tensor's
- * dtype and gives I64 with bool; a non-integral one gives F32.
- * *sdt gets the dtype the scalar is stored in for the kernel: the tensor's
- * float dtype (so it rounds like PyTorch and numpy do), I64 for integral
- * values (exact; the kernel computes in I64 anyway), or F32. */
-static tm_dtype tm__wrapped_dtype(tm_dtype dt, double s, tm_dtype *sdt)
+/* A Python number of kind k against a tensor of dtype dt ("wrapped
+ * number"), PyTorch's rule: a number of a higher category than the tensor
+ * (bool < integer < float) gives that category's default dtype (I64, F32),
+ * else the tensor's dtype wins.  TM_SCALAR_AUTO counts an integral value
+ * as an integer.  *sdt gets the dtype the scalar is stored in for the
+ * kernel: the tensor's float dtype (so it rounds like PyTorch and numpy
+ * do), I64 for integers (exact, where PyTorch first wraps a number out of
+ * a narrower dtype's range; the kernel computes in I64 anyway), BOOL for
+ * a bool against a bool tensor, or F32. */
+static tm_status tm__wrapped_dtype(const char *fn, tm_dtype dt, double s,
+                                   tm_scalar_kind k, tm_dtype *pt,
+                                   tm_dtype *sdt)
 {
-    if (tm_dtype_is_float(dt)) return *sdt = dt;
-    if (isfinite(s) && s == floor(s)) {
+    bool integral = isfinite(s) && s == floor(s);
+    if (k == TM_SCALAR_AUTO)
+        k = integral ? TM_SCALAR_INT : TM_SCALAR_FLOAT;
+    if (k == TM_SCALAR_BOOL && s != 0 && s != 1)
+        return tm__errf(TM_EINVAL, fn, "a bool scalar must be 0 or 1, not "
+                        "%g", s);
+    if (k == TM_SCALAR_INT && !integral)
+        return tm__errf(TM_EINVAL, fn, "an integer scalar must be integral, "
+                        "not %g", s);
+    if ((int)k < TM_SCALAR_AUTO || k > TM_SCALAR_FLOAT)
+        return tm__errf(TM_EINVAL, fn, "unknown scalar kind %d", (int)k);
+    if (tm_dtype_is_float(dt)) {
+        *pt = *sdt = dt;
+    } else if (k == TM_SCALAR_FLOAT) {
+        *pt = *sdt = TM_F32;
+    } else if (k == TM_SCALAR_INT) {
         *sdt = TM_I64;
-        return dt == TM_BOOL ? TM_I64 : dt;
+        *pt = dt == TM_BOOL ? TM_I64 : dt;
+    } else {
+        *pt = dt;
+        *sdt = dt == TM_BOOL ? TM_BOOL : TM_I64;
     }
-    return *sdt = TM_F32;
+    return TM_OK;
 }
 
 /* PyTorch converts both operands to the promoted dtype before computing.
@@ -127,12 +149,24 @@ done:
     return out;
 }
 
+/* PyTorch refuses subtraction with any bool operand, a bool number too
+ * (x - True), not only bool - bool. */
+static tm_status tm__check_sub(const char *fn, tm_binary_op op, bool has_bool)
+{
+    if (op == TM_OP_SUB && has_bool)
+        return tm__errf(TM_EDTYPE, fn, "subtraction with a bool operand is "
+                        "not supported; to invert a mask use "
+                        "tm_logical_not, else convert it first");
+    return TM_OK;
+}
+
 /* Validates op, a and b for a tensor-tensor op. */
 static tm_status tm__check_pair(const char *fn, tm_binary_op op,
                                 const tm_tensor *a, const tm_tensor *b)
 {
     if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a") ||
-        tm__check_operand(fn, b, "b"))
+        tm__check_operand(fn, b, "b") ||
+        tm__check_sub(fn, op, a->dtype == TM_BOOL || b->dtype == TM_BOOL))
         return tm_last_status();
     const tm_tensor *ts[2] = {a, b};
     return tm__check_same_device(fn, ts, 2);
@@ -147,12 +181,16 @@ static tm_tensor *tm__binary(const char *fn, tm_binary_op op,
     return tm__grad_binary(out, op, a, b);
 }
 
-/* s op t (reverse) or t op s. */
+/* s op t (reverse) or t op s, s of kind k. */
 static tm_tensor *tm__binary_scalar(const char *fn, tm_binary_op op,
-                                    const tm_tensor *t, double s, bool rev)
+                                    const tm_tensor *t, double s, bool rev,
+                                    tm_scalar_kind k)
 {
-    if (tm__check_op(fn, op) || tm__check_operand(fn, t, "a")) return NULL;
-    tm_dtype sdt, pt = tm__wrapped_dtype(t->dtype, s, &sdt);
+    tm_dtype sdt, pt;
+    if (tm__check_op(fn, op) || tm__check_operand(fn, t, "a") ||
+        tm__check_sub(fn, op, t->dtype == TM_BOOL || k == TM_SCALAR_BOOL) ||
+        tm__wrapped_dtype(fn, t->dtype, s, k, &pt, &sdt))
+        return NULL;
     tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(t));
     if (!st) return NULL;
     tm_tensor *out = rev ? tm__binary_new(fn, op, st, t, pt)
@@ -203,7 +241,8 @@ static tm_status tm__binary_inplace(const char *fn, tm_binary_op op,
     if (tmp) bb = tm__buf_bcast(tmp, a->shape, a->ndim);
     tm_status st;
     if ((!tm_dtype_is_float(pt) && (op == TM_OP_FLOOR_DIVIDE ||
-                                    op == TM_OP_REMAINDER || op == TM_OP_POW)) ||
+                                    op == TM_OP_REMAINDER || op == TM_OP_POW ||
+                                    op == TM_OP_FMOD)) ||
         tm__needs_rounding(a->dtype, pt)) {
         /* These can fail half-way (division by zero, negative exponent):
          * compute aside so that a failure leaves a untouched.  So is an
@@ -235,12 +274,24 @@ tm_tensor *tm_binary(tm_binary_op op, const tm_tensor *a, const tm_tensor *b)
 
 tm_tensor *tm_binary_scalar(tm_binary_op op, const tm_tensor *a, double s)
 {
-    return tm__binary_scalar(__func__, op, a, s, false);
+    return tm__binary_scalar(__func__, op, a, s, false, TM_SCALAR_AUTO);
 }
 
 tm_tensor *tm_binary_rscalar(tm_binary_op op, double s, const tm_tensor *a)
 {
-    return tm__binary_scalar(__func__, op, a, s, true);
+    return tm__binary_scalar(__func__, op, a, s, true, TM_SCALAR_AUTO);
+}
+
+tm_tensor *tm_binary_scalar_as(tm_binary_op op, const tm_tensor *a, double s,
+                               tm_scalar_kind k)
+{
+    return tm__binary_scalar(__func__, op, a, s, false, k);
+}
+
+tm_tensor *tm_binary_rscalar_as(tm_binary_op op, double s, const tm_tensor *a,
+                                tm_scalar_kind k)
+{
+    return tm__binary_scalar(__func__, op, a, s, true, k);
 }
 
 tm_status tm_binary_(tm_binary_op op, tm_tensor *a, const tm_tensor *b)
@@ -251,11 +302,13 @@ tm_status tm_binary_(tm_binary_op op, tm_tensor *a, const tm_tensor *b)
 }
 
 static tm_status tm__binary_scalar_(const char *fn, tm_binary_op op,
-                                    tm_tensor *a, double s)
+                                    tm_tensor *a, double s, tm_scalar_kind k)
 {
-    if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a"))
+    tm_dtype sdt, pt;
+    if (tm__check_op(fn, op) || tm__check_operand(fn, a, "a") ||
+        tm__check_sub(fn, op, a->dtype == TM_BOOL || k == TM_SCALAR_BOOL) ||
+        tm__wrapped_dtype(fn, a->dtype, s, k, &pt, &sdt))
         return tm_last_status();
-    tm_dtype sdt, pt = tm__wrapped_dtype(a->dtype, s, &sdt);
     tm_tensor *st = tm__scalar_on(fn, s, sdt, tm_device_of(a));
     if (!st) return tm_last_status();
     tm_status r = tm__binary_inplace(fn, op, a, st, pt);
@@ -265,7 +318,13 @@ static tm_status tm__binary_scalar_(const char *fn, tm_binary_op op,
 
 tm_status tm_binary_scalar_(tm_binary_op op, tm_tensor *a, double s)
 {
-    return tm__binary_scalar_(__func__, op, a, s);
+    return tm__binary_scalar_(__func__, op, a, s, TM_SCALAR_AUTO);
+}
+
+tm_status tm_binary_scalar_as_(tm_binary_op op, tm_tensor *a, double s,
+                               tm_scalar_kind k)
+{
+    return tm__binary_scalar_(__func__, op, a, s, k);
 }
 
 #define TM__BINARY_FN(NAME, OP)                                               \
@@ -291,11 +350,22 @@ TM__BINARY_FN(logical_or, TM_OP_LOGICAL_OR)
 TM__BINARY_FN(logical_xor, TM_OP_LOGICAL_XOR)
 TM__BINARY_FN(floor_divide, TM_OP_FLOOR_DIVIDE)
 TM__BINARY_FN(remainder, TM_OP_REMAINDER)
+TM__BINARY_FN(bitwise_and, TM_OP_BITWISE_AND)
+TM__BINARY_FN(bitwise_or, TM_OP_BITWISE_OR)
+TM__BINARY_FN(bitwise_xor, TM_OP_BITWISE_XOR)
+TM__BINARY_FN(bitwise_left_shift, TM_OP_BITWISE_LEFT_SHIFT)
+TM__BINARY_FN(bitwise_right_shift, TM_OP_BITWISE_RIGHT_SHIFT)
+TM__BINARY_FN(fmod, TM_OP_FMOD)
+TM__BINARY_FN(atan2, TM_OP_ATAN2)
+TM__BINARY_FN(logaddexp, TM_OP_LOGADDEXP)
+TM__BINARY_FN(logaddexp2, TM_OP_LOGADDEXP2)
+TM__BINARY_FN(copysign, TM_OP_COPYSIGN)
+TM__BINARY_FN(hypot, TM_OP_HYPOT)
 
 #define TM__SCALAR_FN(NAME, OP)                                               \
     tm_tensor *tm_##NAME##_scalar(const tm_tensor *a, double s)               \
     {                                                                         \
-        return tm__binary_scalar(__func__, OP, a, s, false);                  \
+        return tm__binary_scalar(__func__, OP, a, s, false, TM_SCALAR_AUTO);  \
     }
 TM__SCALAR_FN(add, TM_OP_ADD)
 TM__SCALAR_FN(sub, TM_OP_SUB)
@@ -305,6 +375,7 @@ TM__SCALAR_FN(pow, TM_OP_POW)
 TM__SCALAR_FN(maximum, TM_OP_MAXIMUM)
 TM__SCALAR_FN(minimum, TM_OP_MINIMUM)
 TM__SCALAR_FN(remainder, TM_OP_REMAINDER)
+TM__SCALAR_FN(fmod, TM_OP_FMOD)
 
 #define TM__INPLACE_FN(NAME, OP)                                              \
     tm_status tm_##NAME##_(tm_tensor *a, const tm_tensor *b)                  \
@@ -320,12 +391,12 @@ TM__INPLACE_FN(div, TM_OP_DIV)
 
 tm_status tm_add_scalar_(tm_tensor *a, double s)
 {
-    return tm__binary_scalar_(__func__, TM_OP_ADD, a, s);
+    return tm__binary_scalar_(__func__, TM_OP_ADD, a, s, TM_SCALAR_AUTO);
 }
 
 tm_status tm_mul_scalar_(tm_tensor *a, double s)
 {
-    return tm__binary_scalar_(__func__, TM_OP_MUL, a, s);
+    return tm__binary_scalar_(__func__, TM_OP_MUL, a, s, TM_SCALAR_AUTO);
 }
 
 tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
@@ -371,4 +442,30 @@ tm_tensor *tm_clamp_tensor(const tm_tensor *t, const tm_tensor *lo,
     }
     tm_free(tc);
     return tm__grad_clamp_tensor(r, t, lo, hi);
+}
+
+/* ~t is t ^ -1 on integers (every bit flipped in any width, since -1 has
+ * all bits set); on BOOL it is logical not, as in PyTorch. */
+tm_tensor *tm_bitwise_not(const tm_tensor *t)
+{
+    if (tm__check_operand(__func__, t, "t")) return NULL;
+    if (t->dtype == TM_BOOL) return tm_unary(TM_OP_LOGICAL_NOT, t);
+    if (tm_dtype_is_float(t->dtype)) {
+        TM_ERR(TM_EDTYPE, "bitwise_not is only defined on integer and bool "
+               "tensors, not %s", tm_dtype_name(t->dtype));
+        return NULL;
+    }
+    return tm__binary_scalar(__func__, TM_OP_BITWISE_XOR, t, -1, false,
+                             TM_SCALAR_INT);
+}
+
+tm_status tm_bitwise_not_(tm_tensor *t)
+{
+    if (tm__check_operand(__func__, t, "t")) return tm_last_status();
+    if (t->dtype == TM_BOOL) return tm_unary_(TM_OP_LOGICAL_NOT, t);
+    if (tm_dtype_is_float(t->dtype))
+        return TM_ERR(TM_EDTYPE, "bitwise_not_ is only defined on integer "
+                      "and bool tensors, not %s", tm_dtype_name(t->dtype));
+    return tm__binary_scalar_(__func__, TM_OP_BITWISE_XOR, t, -1,
+                              TM_SCALAR_INT);
 }

@@ -18,7 +18,7 @@ const tm__op_info tm__reduce_ops[TM_REDUCE_OP_COUNT] = {
  * count means a row was added (append it last, and give every backend its
  * kernel) or removed (never). */
 _Static_assert(TM_UNARY_OP_COUNT == 43, "unary op table changed size");
-_Static_assert(TM_BINARY_OP_COUNT == 18, "binary op table changed size");
+_Static_assert(TM_BINARY_OP_COUNT == 29, "binary op table changed size");
 _Static_assert(TM_REDUCE_OP_COUNT == 11, "reduce op table changed size");
 
 /* Why a NO_BOOL op refuses bool operands, and what to use instead. */
@@ -30,6 +30,15 @@ static const char *tm__no_bool_message(const tm__op_info *op)
     if (op == &tm__binary_ops[TM_OP_SUB])
         return "subtraction of bool tensors is not supported; use "
                "logical_xor";
+    if (op == &tm__binary_ops[TM_OP_BITWISE_LEFT_SHIFT] ||
+        op == &tm__binary_ops[TM_OP_BITWISE_RIGHT_SHIFT])
+        return "shifts of bool tensors are not supported (PyTorch has none "
+               "either); convert to an integer dtype first";
+    if (op == &tm__binary_ops[TM_OP_FLOOR_DIVIDE] ||
+        op == &tm__binary_ops[TM_OP_REMAINDER] ||
+        op == &tm__binary_ops[TM_OP_FMOD])
+        return "division of bool tensors is not supported (PyTorch has "
+               "none either); convert to an integer dtype first";
     return "bool tensors are not supported";
 }
 
@@ -37,6 +46,9 @@ tm_status tm__rule_dtype(const char *fn, const tm__op_info *op, tm_dtype dt,
                          tm_dtype *out)
 {
     bool is_float = tm_dtype_is_float(dt);
+    if (op->cls == TM__CLASS_BITS && is_float)
+        return tm__errf(TM_EDTYPE, fn, "%s is only defined on integer and "
+                        "bool tensors, not %s", op->name, tm_dtype_name(dt));
     switch (op->dtype) {
     case TM__DT_SAME: *out = dt; return TM_OK;
     case TM__DT_FLOAT: *out = is_float ? dt : TM_F32; return TM_OK;

@@ -9,7 +9,7 @@
 #include "../core/tensor_impl.h"
 
 typedef enum tm__op_class {
-    TM__CLASS_FLOAT, TM__CLASS_INT, TM__CLASS_PRED
+    TM__CLASS_FLOAT, TM__CLASS_INT, TM__CLASS_PRED, TM__CLASS_BITS
 } tm__op_class;
 
 typedef enum tm__dtype_rule {

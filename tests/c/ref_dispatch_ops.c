@@ -130,6 +130,19 @@ static const struct {
     {"floor_divide", TM_OP_FLOOR_DIVIDE, tm_floor_divide, NULL, NULL, NULL},
     {"remainder", TM_OP_REMAINDER, tm_remainder, tm_remainder_scalar, NULL,
      NULL},
+    {"bitwise_and", TM_OP_BITWISE_AND, tm_bitwise_and, NULL, NULL, NULL},
+    {"bitwise_or", TM_OP_BITWISE_OR, tm_bitwise_or, NULL, NULL, NULL},
+    {"bitwise_xor", TM_OP_BITWISE_XOR, tm_bitwise_xor, NULL, NULL, NULL},
+    {"bitwise_left_shift", TM_OP_BITWISE_LEFT_SHIFT, tm_bitwise_left_shift,
+     NULL, NULL, NULL},
+    {"bitwise_right_shift", TM_OP_BITWISE_RIGHT_SHIFT,
+     tm_bitwise_right_shift, NULL, NULL, NULL},
+    {"fmod", TM_OP_FMOD, tm_fmod, tm_fmod_scalar, NULL, NULL},
+    {"atan2", TM_OP_ATAN2, tm_atan2, NULL, NULL, NULL},
+    {"logaddexp", TM_OP_LOGADDEXP, tm_logaddexp, NULL, NULL, NULL},
+    {"logaddexp2", TM_OP_LOGADDEXP2, tm_logaddexp2, NULL, NULL, NULL},
+    {"copysign", TM_OP_COPYSIGN, tm_copysign, NULL, NULL, NULL},
+    {"hypot", TM_OP_HYPOT, tm_hypot, NULL, NULL, NULL},
 };
 
 /* The result of an in-place op is its (mutated) first input. */

@@ -280,6 +280,12 @@ static const bcase binary_cases[] = {
     {TM_OP_MINIMUM, D_ANY, D_ANY, "minimum"},
     {TM_OP_FLOOR_DIVIDE, D_ANY, D_AWAY0, "floor_divide"},
     {TM_OP_REMAINDER, D_ANY, D_AWAY0, "remainder"},
+    {TM_OP_FMOD, D_ANY, D_AWAY0, "fmod"},
+    {TM_OP_ATAN2, D_ANY, D_AWAY0, "atan2"},
+    {TM_OP_LOGADDEXP, D_ANY, D_ANY, "logaddexp"},
+    {TM_OP_LOGADDEXP2, D_ANY, D_ANY, "logaddexp2"},
+    {TM_OP_COPYSIGN, D_AWAY0, D_AWAY0, "copysign"},
+    {TM_OP_HYPOT, D_ANY, D_AWAY0, "hypot"},
 };
 #define N_BINARY (int)(sizeof binary_cases / sizeof binary_cases[0])
 
@@ -454,6 +460,15 @@ static const scase scalar_cases[] = {
     {TM_OP_REMAINDER, 0.7, false, D_ANY, "remainder_scalar"},
     {TM_OP_REMAINDER, 2.3, true, D_AWAY0, "rremainder"},
     {TM_OP_FLOOR_DIVIDE, 0.7, false, D_ANY, "floor_divide_scalar"},
+    {TM_OP_FMOD, 0.7, false, D_ANY, "fmod_scalar"},
+    {TM_OP_FMOD, 2.3, true, D_AWAY0, "rfmod"},
+    {TM_OP_ATAN2, 0.8, false, D_ANY, "atan2_scalar"},
+    {TM_OP_ATAN2, -0.8, true, D_AWAY0, "ratan2"},
+    {TM_OP_LOGADDEXP, 0.3, false, D_ANY, "logaddexp_scalar"},
+    {TM_OP_LOGADDEXP2, 0.3, true, D_ANY, "rlogaddexp2"},
+    {TM_OP_COPYSIGN, -1, false, D_AWAY0, "copysign_scalar"},
+    {TM_OP_COPYSIGN, 1.5, true, D_AWAY0, "rcopysign"},
+    {TM_OP_HYPOT, 0.6, false, D_ANY, "hypot_scalar"},
 };
 #define N_SCALAR (int)(sizeof scalar_cases / sizeof scalar_cases[0])
 

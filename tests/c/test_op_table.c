@@ -3,12 +3,13 @@
  * the row's name) whenever an input requires grad, and its gradient
  * reaches that input; an op without a gradient gives BOOL; and the row's
  * class matches what the op does with integer inputs (FLOAT ops give F32,
- * PRED ops BOOL, INT ops stay integers).  A float op whose node name is
+ * PRED ops BOOL, INT and BITS ops stay integers; BITS ops refuse float
+ * operands).  A float op whose node name is
  * missing, or whose front end forgets to record, fails here instead of
  * silently losing its gradient. */
 #include "harness.h"
 
-enum { TT_FLOAT, TT_INT, TT_PRED };
+enum { TT_FLOAT, TT_INT, TT_PRED, TT_BITS };
 
 typedef struct {
     int op;
@@ -47,6 +48,13 @@ static tm_tensor *tt_leaf(double shift)
 static void tt_check_recorded(const char *family, const tt_row *row,
                               tm_tensor *out, tm_tensor **xs, int n)
 {
+    if (row->cls == TT_BITS) { /* bitwise: float operands are refused */
+        if (out || tm_last_status() != TM_EDTYPE)
+            tt_fail(__FILE__, __LINE__, "%s %s: a bitwise op must refuse "
+                    "float operands with TM_EDTYPE", family, row->name);
+        tm_free(out);
+        return;
+    }
     if (!out) {
         tt_fail(__FILE__, __LINE__, "%s %s failed: %s", family, row->name,
                 tm_last_error());

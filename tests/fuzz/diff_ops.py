@@ -98,7 +98,7 @@ def root_check(ctx, node, newview_vals, what):
 
 def bin_values(ctx, op, dt, shape, role):
     n = ctx.node(shape, dt, small=(op == "pow" and dt not in FLOATS))
-    if op in ("floor_divide", "remainder", "pow") and role == "b" and dt in INTS + ("bool",) \
+    if op in ("floor_divide", "remainder", "fmod", "pow") and role == "b" and dt in INTS + ("bool",) \
             and ctx.rng.random() < 0.8:
         fix = np.abs(n.v.astype(np.int64)) if op == "pow" else np.where(n.v == 0, 1, n.v)
         return ctx_node_from(ctx, fix.astype(NP[dt]), dt)
@@ -138,7 +138,8 @@ def t_binary(ctx):
         S = cast(np.array(s), sdt)
         X = cast(a.v, pt)
         try:
-            want, wd = ref_binary(op, S, X, pt) if mode == "st" else ref_binary(op, X, S, pt)
+            want, wd = ref_binary(op, S, X, pt, (da,)) if mode == "st" \
+                else ref_binary(op, X, S, pt, (da,))
         except ValueError:
             want = None
         rt, at = bin_tol(op, pt)
@@ -168,7 +169,7 @@ def t_binary(ctx):
     ctx.log.append(f"b: {b.describe()}")
     pt = promote(da, db)
     try:
-        want, wd = ref_binary(op, cast(a.v, pt), cast(b.v, pt), pt)
+        want, wd = ref_binary(op, cast(a.v, pt), cast(b.v, pt), pt, (da, db))
     except ValueError:
         want = None
     rt, at = bin_tol(op, pt)

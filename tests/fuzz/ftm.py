@@ -355,10 +355,34 @@ KEEP = {"neg", "abs", "sign", "relu", "square", "floor", "ceil", "round",
 TOBOOL = {"logical_not", "isnan", "isinf", "isfinite"}
 
 
-def ref_binary(op, X, Y, pt):
-    ct = "f64" if pt == "f64" else ("f32" if pt in FLOATS or op == "div" else "i64")
-    rd = "bool" if op in PRED else ("f32" if op == "div" and pt not in FLOATS else pt)
+FLOAT_BIN = {"div", "atan2", "logaddexp", "logaddexp2", "copysign", "hypot"}
+BITS = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+        "bitwise_right_shift"}  # integer and bool operands only
+
+
+def _shift(op, A, B):
+    """PyTorch's shifts in int64: counts outside [0, 64) give 0 (left) or
+    the sign fill (right)."""
+    out = (B < 0) | (B >= 64)
+    c = np.clip(B, 0, 63).astype(np.uint64)
+    if op == "bitwise_left_shift":
+        R = (A.astype(np.uint64) << c).astype(np.int64)
+        return np.where(out, 0, R)
+    return np.where(out, np.where(A < 0, -1, 0), A >> c.astype(np.int64))
+
+
+def ref_binary(op, X, Y, pt, dts=()):
+    """dts: the operands' own dtypes (a bool operand of sub is an error)."""
+    ct = "f64" if pt == "f64" else ("f32" if pt in FLOATS or op in FLOAT_BIN else "i64")
+    rd = "bool" if op in PRED else ("f32" if op in FLOAT_BIN and pt not in FLOATS else pt)
     X, Y = np.broadcast_arrays(np.asarray(X), np.asarray(Y))
+    if op == "sub" and "bool" in dts:
+        raise ValueError("sub with a bool operand")
+    if op in BITS and pt in FLOATS:
+        raise ValueError("bitwise op on floats")
+    if pt == "bool" and op in ("floor_divide", "remainder", "fmod",
+                               "bitwise_left_shift", "bitwise_right_shift"):
+        raise ValueError(f"{op} of bools")
     with np.errstate(all="ignore"):
         if ct == "i64":
             A, B = X.astype(np.int64), Y.astype(np.int64)
@@ -366,8 +390,13 @@ def ref_binary(op, X, Y, pt):
                 raise ValueError("bool - bool")
             if op == "pow" and (B < 0).any():
                 raise ValueError("negative exponent")
-            if op in ("floor_divide", "remainder") and (B == 0).any():
+            if op in ("floor_divide", "remainder", "fmod") and (B == 0).any():
                 raise ValueError("division by zero")
+            if op == "fmod":  # C's %, and INT64_MIN % -1 is 0
+                return cast(np.where(B == -1, 0, np.fmod(A, np.where(
+                    B == -1, 1, B))), rd), rd
+            if op in ("bitwise_left_shift", "bitwise_right_shift"):
+                return cast(_shift(op, A, B), rd), rd
         else:
             A, B = X.astype(NP[ct]), Y.astype(NP[ct])
         f = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
@@ -375,7 +404,11 @@ def ref_binary(op, X, Y, pt):
              "minimum": np.minimum, "floor_divide": np.floor_divide,
              "remainder": np.remainder, "eq": np.equal, "ne": np.not_equal,
              "lt": np.less, "le": np.less_equal, "gt": np.greater,
-             "ge": np.greater_equal}
+             "ge": np.greater_equal, "fmod": np.fmod, "atan2": np.arctan2,
+             "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+             "copysign": np.copysign, "hypot": np.hypot,
+             "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+             "bitwise_xor": np.bitwise_xor}
         if op in f:
             R = f[op](A, B)
         else:
@@ -386,9 +419,12 @@ def ref_binary(op, X, Y, pt):
 
 
 def bin_tol(op, dt):
+    if op in FLOAT_BIN and dt not in FLOATS:
+        dt = "f32"  # integer operands compute in f32
     if dt not in FLOATS:
         return 0.0, 0.0
-    if op == "pow":
+    if op in ("pow", "atan2", "logaddexp", "logaddexp2", "hypot"):
+        # libm and numpy's (possibly vectorized) versions differ by ulps
         return {"f64": 4e-15, "f32": 1e-6, "f16": 1e-3, "bf16": 8e-3}[dt], 0.0
     return 0.0, 0.0
 

@@ -33,6 +33,7 @@ Tolerances (|got - want| <= atol + rtol * |want|):
   1e-6 (a few ulp), f16 rtol 1e-3 and bf16 rtol 8e-3 (one ulp of the
   rounded result, should the f32 values straddle a rounding boundary).
 """
+import math
 import os
 import sys
 import warnings
@@ -60,10 +61,16 @@ PRED = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
 # ------------------------------------------------------------ semantics
 
 
+# ops computed in f32 for integer and bool operands (FLOAT class)
+FLOAT_BIN = {"div", "atan2", "logaddexp", "logaddexp2", "copysign", "hypot"}
+BITS = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+        "bitwise_right_shift"}
+
+
 def result_dtype(op, pt):
     if op in PRED:
         return "bool"
-    if op == "div" and pt not in FLOATS:
+    if op in FLOAT_BIN and pt not in FLOATS:
         return "f32"
     return pt
 
@@ -71,7 +78,7 @@ def result_dtype(op, pt):
 def compute_dtype(op, pt):
     if pt == "f64":
         return "f64"
-    if pt in FLOATS or op == "div":
+    if pt in FLOATS or op in FLOAT_BIN:
         return "f32"
     return "i64"
 
@@ -87,6 +94,13 @@ def wrapped(tdt, s):
 
 class OpError(Exception):
     pass
+
+
+class BoolSubError(Exception):
+    """PyTorch refuses subtraction with any bool operand (TM_EDTYPE)."""
+
+
+BOOL_SUB = "subtraction with a bool operand"
 
 
 def wrap64(v):
@@ -113,6 +127,18 @@ def int_op(op, a, b):
         if b == 0:
             raise OpError("division by zero")
         return wrap64(a // b if op == "floor_divide" else a % b)
+    if op == "fmod":  # C's %: truncated, the sign of a
+        if b == 0:
+            raise OpError("division by zero")
+        return wrap64(int(math.fmod(a, b)) if abs(a) < 2**53 else
+                      (abs(a) % abs(b)) * (1 if a >= 0 else -1))
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return {"bitwise_and": a & b, "bitwise_or": a | b,
+                "bitwise_xor": a ^ b}[op]
+    if op == "bitwise_left_shift":  # PyTorch: counts outside [0, 64) give 0
+        return 0 if b < 0 or b >= 64 else wrap64(a << b)
+    if op == "bitwise_right_shift":  # ... or the sign fill
+        return (-1 if a < 0 else 0) if b < 0 or b >= 64 else a >> b
     return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b,
             "gt": a > b, "ge": a >= b,
             "logical_and": bool(a) and bool(b),
@@ -127,7 +153,9 @@ def float_op(op, A, B):
              "minimum": np.minimum, "floor_divide": np.floor_divide,
              "remainder": np.remainder, "eq": np.equal, "ne": np.not_equal,
              "lt": np.less, "le": np.less_equal, "gt": np.greater,
-             "ge": np.greater_equal}
+             "ge": np.greater_equal, "fmod": np.fmod, "atan2": np.arctan2,
+             "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+             "copysign": np.copysign, "hypot": np.hypot}
         if op in f:
             return f[op](A, B)
         za, zb = A != 0, B != 0  # NaN counts as true
@@ -156,11 +184,15 @@ def apply(op, X, Y, pt):
 
 
 def tensor_op(op, x, xdt, y, ydt):
+    if op == "sub" and "bool" in (xdt, ydt):
+        raise BoolSubError()
     pt = promote(xdt, ydt)
     return apply(op, cast(x, pt), cast(y, pt), pt)
 
 
 def scalar_op(op, x, xdt, s, rev):
+    if op == "sub" and xdt == "bool":
+        raise BoolSubError()
     pt, sdt = wrapped(xdt, s)
     S = cast(np.array(s, dtype=np.float64), sdt)
     X = cast(x, pt)
@@ -170,7 +202,7 @@ def scalar_op(op, x, xdt, s, rev):
 def tol(dt, op):
     if dt in ("bool",) + INTS:
         return (0.0, 0.0)
-    if op == "pow":
+    if op in ("pow", "atan2", "logaddexp", "logaddexp2", "hypot"):
         return {"f64": (4e-15, 0.0), "f32": (1e-6, 0.0), "f16": (1e-3, 0.0),
                 "bf16": (8e-3, 0.0)}[dt]
     return {"f64": (1e-15, 0.0), "f32": (1e-7, 0.0), "f16": (0.0, 0.0),
@@ -221,6 +253,10 @@ def binop_case(name, op, a, b, variant=""):
         c = Case(name, op + variant, [a, b]).error("TM_EINVAL", str(e))
         cases.append(c)
         return c
+    except BoolSubError:
+        c = Case(name, op + variant, [a, b]).error("TM_EDTYPE", BOOL_SUB)
+        cases.append(c)
+        return c
     if variant == "_":
         R, rdt = cast(R, a.dtype), a.dtype
     c = Case(name, op + variant, [a, b]).out(R, rdt)
@@ -232,9 +268,11 @@ def binop_case(name, op, a, b, variant=""):
 def scalar_case(name, op, a, s, rev=False, inplace=False):
     try:
         R, rdt = scalar_op(op, a.value, a.dtype, s, rev)
-    except OpError as e:
+    except (OpError, BoolSubError) as e:
+        status, msg = ("TM_EINVAL", str(e)) if isinstance(e, OpError) else \
+            ("TM_EDTYPE", BOOL_SUB)
         c = Case(name, op + ("_rs" if rev else "_s") + ("_" if inplace else ""),
-                 [a], s=s).error("TM_EINVAL", str(e))
+                 [a], s=s).error(status, msg)
         cases.append(c)
         return c
     if inplace:
@@ -259,7 +297,7 @@ for op in OPS:
         if dt == "bool" and op == "sub":
             cases.append(Case("sub_bool_is_an_error", "sub",
                               [inp("bool", [3]), inp("bool", [3])])
-                         .error("TM_EDTYPE", "subtraction of bool tensors"))
+                         .error("TM_EDTYPE", BOOL_SUB))
             continue
         binop_case(f"{op}_{dt}", op, inp(dt, [3, 4], op, "a"),
                    inp(dt, [3, 4], op, "b"))
@@ -663,6 +701,68 @@ for bdt in ("f16", "bf16"):
     odd = rng_fuzz.integers(1024, 2048, (3, 4)) * 2 + 1  # not exact in f16
     binop_case(f"gt_inplace_i64_{bdt}_rounds_a", "gt", Input(odd, "i64"),
                Input(odd[0] - 1.0, bdt), "_")
+
+# ------------------------------------- ops appended to TM_BINARY_OPS later
+# Drawn after every case above, so those stay byte-identical.  Shift counts
+# and integer operands are small, with negative and >= 64 counts; fmod's
+# divisors avoid 0 (the division-by-zero case has its own row).
+
+LATER = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+         "bitwise_right_shift", "fmod", "atan2", "logaddexp", "logaddexp2",
+         "copysign", "hypot"]
+
+
+def later_values(op, dt, shape, role):
+    if op in BITS and role == "b" and "shift" in op:
+        return rng.integers(-3, 70 if dt == "i64" else 9, shape)
+    if op == "fmod" and role == "b" and dt not in FLOATS:
+        v = rng.integers(-7, 8, shape)
+        return np.where(v == 0, 3, v)
+    return values(dt, shape, op, role)
+
+
+for op in LATER:
+    dts = ("i8", "u8", "i16", "i32", "i64") if op in BITS else \
+        ("f32", "f64", "f16", "bf16", "i32", "i64")
+    if op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        dts += ("bool",)
+    for dt in dts:
+        binop_case(f"{op}_{dt}", op,
+                   Input(later_values(op, dt, [3, 4], "a"), dt),
+                   Input(later_values(op, dt, [3, 4], "b"), dt))
+    dt = dts[0]
+    binop_case(f"{op}_{dt}_noncontig_bcast", op,
+               Input(later_values(op, dt, [4, 3], "a"), dt,
+                     [("transpose", 0, 1)]),
+               Input(later_values(op, dt, [4], "b"), dt))
+    binop_case(f"{op}_{dt}_inplace", op,
+               Input(later_values(op, dt, [2, 3], "a"), dt),
+               Input(later_values(op, dt, [3], "b"), dt), "_")
+    binop_case(f"{op}_0d_empty", op, Input(later_values(op, dt, [], "a"), dt),
+               Input(later_values(op, dt, [0, 2], "b"), dt))
+    for s in (3, -2, 1.5):
+        if op in BITS and s == 1.5:
+            continue
+        scalar_case(f"{op}_s_{dt}_{s}", op, Input(later_values(
+            op, dt, [2, 3], "a"), dt), s)
+        scalar_case(f"{op}_rs_{dt}_{s}", op, Input(later_values(
+            op, dt, [2, 3], "b"), dt), s, rev=True)
+for op in sorted(BITS):
+    c = Case(f"{op}_f32_is_an_error", op, [Input(values("f32", [3]), "f32"),
+                                           Input(values("i32", [3]), "i32")])
+    cases.append(c.error("TM_EDTYPE", "only defined on integer and bool"))
+for op in ("bitwise_left_shift", "bitwise_right_shift"):
+    cases.append(Case(f"{op}_bool_is_an_error", op,
+                      [Input(values("bool", [3]), "bool")] * 2)
+                 .error("TM_EDTYPE", "shifts of bool tensors"))
+binop_case("fmod_i32_by_zero", "fmod", Input(np.array([1, 2]), "i32"),
+           Input(np.array([1, 0]), "i32"))
+binop_case("fmod_sign_of_dividend", "fmod",
+           Input(np.array([7.0, -7.0, 7.0, -7.0, -0.0, np.inf, 1.0]), "f64"),
+           Input(np.array([3.0, 3.0, -3.0, -3.0, 2.0, 2.0, np.inf]), "f64"))
+binop_case("fmod_i64_extremes", "fmod",
+           Input(np.array([-2**63, -2**63, 2**63 - 1, -7]), "i64"),
+           Input(np.array([-1, 3, -2, 2]), "i64"))
 
 write("binary.ref", cases, "gen_binary.py: binary ops, where, clamp_tensor, "
       "masked_fill, tril/triu")

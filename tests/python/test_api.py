@@ -34,14 +34,18 @@ NN_FUNCTIONAL = {"leaky_relu", "gelu", "gelu_tanh", "silu", "softplus"}
 # form) have no place in tm_unary_, and PyTorch has no Tensor method.
 NO_INPLACE = {"leaky_relu", "gelu", "gelu_tanh", "softplus"}
 # Python operators mapped onto binary C ops (maximum and minimum have
-# none).  & | ^ are the logical ops here; PyTorch's are bitwise_and /
-# or / xor, which agree on bool tensors.
+# none).  & | ^ << >> are the bitwise ops, as in PyTorch.
 OPERATORS = {"add": "__add__", "sub": "__sub__", "mul": "__mul__",
              "div": "__truediv__", "pow": "__pow__",
              "floor_divide": "__floordiv__", "remainder": "__mod__",
              "eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__",
-             "gt": "__gt__", "ge": "__ge__", "logical_and": "__and__",
-             "logical_or": "__or__", "logical_xor": "__xor__"}
+             "gt": "__gt__", "ge": "__ge__", "bitwise_and": "__and__",
+             "bitwise_or": "__or__", "bitwise_xor": "__xor__",
+             "bitwise_left_shift": "__lshift__",
+             "bitwise_right_shift": "__rshift__"}
+# Bitwise ops take integer operands only (sampled as int64).
+BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+           "bitwise_right_shift"}
 # tm_reduce's parameter p for the methods' defaults (var/std: correction 1;
 # norm: p = 2).
 REDUCE_P = {"var": 1.0, "std": 1.0, "norm": 2.0}
@@ -99,6 +103,8 @@ def test_every_unary_c_op_has_a_method(value, name):
 def test_every_binary_c_op_has_a_method_and_an_operator(value, name):
     check_method(name, name)
     a, b = sample(), F.tensor([2.0, -1.0, 0.5])
+    if name in BITWISE:
+        a, b = F.tensor([[-7, 0, 5], [12, 3, -1]]), F.tensor([2, 1, 3])
     same(getattr(a, name)(b), lib.tm_binary(value, a._p, b._p))
     if name in OPERATORS:
         same(getattr(a, OPERATORS[name])(b),

@@ -275,7 +275,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False,
         start, end = 0, start
     dt = _scalar_dtype(start, end, step) if dtype is None else \
         to_dtype(dtype)
-    if dt is _c.bool_:
+    if dt is _c.bool_ and dtype is None:  # bool arguments count as ints
         dt = _c.int64
     return _finish(wrap(lib.tm_arange(start, end, step, dt.c)),
                    requires_grad, dev)

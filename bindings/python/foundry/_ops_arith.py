@@ -9,14 +9,34 @@ anything else raises TypeError (the operators return NotImplemented, so
 Python raises it).  In-place forms (name ending in `_`) write into self,
 whose shape and dtype the result must fit.
 """
+import numbers
+
+import numpy as np
+
 from . import _ops_div, _tensor
 from ._base import SCALAR, error, named
 from ._c import check, lib
 from ._exports import export
 
 _new = object.__new__
-_scalar = lib.tm_binary_scalar
-_rscalar = lib.tm_binary_rscalar
+
+
+def scalar_kind(x):
+    """The C tm_scalar_kind of a Python / numpy number, for PyTorch's
+    promotion: a bool, an integer or a float (2.0 is a float)."""
+    if isinstance(x, (bool, np.bool_)):
+        return lib.TM_SCALAR_BOOL
+    if isinstance(x, numbers.Integral):
+        return lib.TM_SCALAR_INT
+    return lib.TM_SCALAR_FLOAT
+
+
+def _scalar(op, p, s):
+    return lib.tm_binary_scalar_as(op, p, s, scalar_kind(s))
+
+
+def _rscalar(op, s, p):
+    return lib.tm_binary_rscalar_as(op, s, p, scalar_kind(s))
 
 
 def _type_error(name, other):
@@ -27,7 +47,13 @@ def _type_error(name, other):
 def _method(name, op, c_fn, doc):
     """self.<name>(other): one C call, TypeError for other types."""
     def method(self, other):
-        if isinstance(other, _tensor.Tensor):
+        if not isinstance(self, _tensor.Tensor):
+            # foundry.<name>(2, t), as torch.<name> takes a number first
+            if not (isinstance(self, SCALAR) and
+                    isinstance(other, _tensor.Tensor)):
+                raise _type_error(name, self)
+            p = _rscalar(op, self, other._p)
+        elif isinstance(other, _tensor.Tensor):
             p = c_fn(self._p, other._p)
         elif isinstance(other, SCALAR):
             p = _scalar(op, self._p, other)
@@ -83,7 +109,8 @@ def _inplace(name, op, strict):
         if isinstance(other, _tensor.Tensor):
             check(lib.tm_binary_(op, self._p, other._p))
         elif isinstance(other, SCALAR):
-            check(lib.tm_binary_scalar_(op, self._p, other))
+            check(lib.tm_binary_scalar_as_(op, self._p, other,
+                                           scalar_kind(other)))
         elif strict:
             raise _type_error(name, other)
         else:
@@ -157,12 +184,6 @@ class _Arithmetic:
         "remainder", lib.TM_OP_REMAINDER, lib.tm_remainder, _doc(
             "self % other with the sign of the divisor (Python's %).",
             "integer division by zero is an error.", "remainder")))
-    # Not torch.fmod (whose result has the sign of the dividend): the
-    # remainder op, as it has always been here, and its docstring says so.
-    fmod = _method("fmod", lib.TM_OP_REMAINDER, lib.tm_remainder,
-                   "self % other with the sign of the divisor: the same op "
-                   "as remainder.\n\nUnlike torch.Tensor.fmod, whose result "
-                   "has the sign of the dividend.")
     maximum = export(_method(
         "maximum", lib.TM_OP_MAXIMUM, lib.tm_maximum, _doc(
             "The larger of self and other, elementwise.",
@@ -252,10 +273,6 @@ class _Arithmetic:
     __le__ = _operator("__le__", lib.TM_OP_LE, lib.tm_le)
     __gt__ = _operator("__gt__", lib.TM_OP_GT, lib.tm_gt)
     __ge__ = _operator("__ge__", lib.TM_OP_GE, lib.tm_ge)
-    # & | ^ are the logical ops (PyTorch's are bitwise; the same for bool).
-    __and__ = _operator("__and__", lib.TM_OP_LOGICAL_AND, lib.tm_logical_and)
-    __or__ = _operator("__or__", lib.TM_OP_LOGICAL_OR, lib.tm_logical_or)
-    __xor__ = _operator("__xor__", lib.TM_OP_LOGICAL_XOR, lib.tm_logical_xor)
     # 2 < t needs no reflection: Python asks t.__gt__(2).
     __radd__ = _reflected("__radd__", lib.TM_OP_ADD, lib.tm_add)
     __rsub__ = _reflected("__rsub__", lib.TM_OP_SUB, lib.tm_sub)
@@ -265,11 +282,6 @@ class _Arithmetic:
     __rfloordiv__ = _reflected("__rfloordiv__", lib.TM_OP_FLOOR_DIVIDE,
                                lib.tm_floor_divide)
     __rmod__ = _reflected("__rmod__", lib.TM_OP_REMAINDER, lib.tm_remainder)
-    __rand__ = _reflected("__rand__", lib.TM_OP_LOGICAL_AND,
-                          lib.tm_logical_and)
-    __ror__ = _reflected("__ror__", lib.TM_OP_LOGICAL_OR, lib.tm_logical_or)
-    __rxor__ = _reflected("__rxor__", lib.TM_OP_LOGICAL_XOR,
-                          lib.tm_logical_xor)
     __iadd__ = _inplace("__iadd__", lib.TM_OP_ADD, False)
     __isub__ = _inplace("__isub__", lib.TM_OP_SUB, False)
     __imul__ = _inplace("__imul__", lib.TM_OP_MUL, False)
@@ -277,9 +289,6 @@ class _Arithmetic:
     __ipow__ = _inplace("__ipow__", lib.TM_OP_POW, False)
     __ifloordiv__ = _inplace("__ifloordiv__", lib.TM_OP_FLOOR_DIVIDE, False)
     __imod__ = _inplace("__imod__", lib.TM_OP_REMAINDER, False)
-    __iand__ = _inplace("__iand__", lib.TM_OP_LOGICAL_AND, False)
-    __ior__ = _inplace("__ior__", lib.TM_OP_LOGICAL_OR, False)
-    __ixor__ = _inplace("__ixor__", lib.TM_OP_LOGICAL_XOR, False)
 
     # --------------------------------------------------------------- matmul
     def __matmul__(self, other):

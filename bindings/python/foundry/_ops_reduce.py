@@ -284,12 +284,3 @@ class _Reductions:
                 self.shape == other.shape and
                 bool(wrap(lib.tm_eq(self._p, other._p)).all()))
 
-    @export
-    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """True when |self - other| <= atol + rtol * |other| everywhere
-        (broadcast; a Python bool, computed by numpy).  Mirrors
-        torch.allclose."""
-        import numpy as np
-        return bool(np.allclose(self.detach().numpy(),
-                                other.detach().numpy(), rtol=rtol,
-                                atol=atol, equal_nan=equal_nan))

@@ -12,8 +12,9 @@ TypeError when the result dtype is not self's (exp_ of an integer tensor).
 """
 from . import _tensor
 from ._base import as_tensor_like, error, named, ptr
-from ._c import check, ffi, lib
+from ._c import check, error_class, ffi, lib
 from ._exports import export
+from ._ops_binmath import where_operands
 
 _new = object.__new__
 
@@ -196,11 +197,6 @@ class _Elementwise:
         """abs(self); see abs."""
         return _Elementwise.abs(self)
 
-    def __invert__(self):
-        """~self: logical not (PyTorch's ~ is bitwise; the same for
-        bool)."""
-        return _Elementwise.logical_not(self)
-
     # ------------------------------------------------- ops with parameters
     @export
     def gelu(self, approximate="none"):
@@ -288,8 +284,7 @@ class _Elementwise:
             hi = ffi.NULL if max is None else ptr(as_tensor_like(max, self))
             p = lib.tm_clamp_tensor(self._p, lo, hi)
         elif min is None and max is None:
-            raise ValueError("clamp: at least one of min and max must be "
-                             "given")
+            raise _no_bounds("clamp")
         else:
             nan = float("nan")
             p = lib.tm_clamp(self._p, nan if min is None else min,
@@ -309,6 +304,8 @@ class _Elementwise:
         The result dtype must be self's (fractional bounds on an integer
         tensor are an error).  Mirrors torch.Tensor.clamp_ (also as
         clip_)."""
+        if min is None and max is None:
+            raise _no_bounds("clamp_")
         nan = float("nan")
         check(lib.tm_clamp_(self._p, nan if min is None else min,
                             nan if max is None else max))
@@ -322,19 +319,25 @@ class _Elementwise:
         return where(condition, self, other)
 
 
+def _no_bounds(name):
+    """clamp without bounds: a FoundryError (a RuntimeError, as PyTorch
+    raises) that is also a ValueError."""
+    return error_class(lib.TM_EINVAL)(
+        f"{name}: at least one of 'min' or 'max' must not be None")
+
+
 @export
 def where(condition, input, other):
     """input where condition is true, else other (elementwise choice).
 
     condition (any dtype, read as != 0), input and other broadcast
-    together; input or other may be a number, converted to the other
-    operand's dtype.  The dtype is the promoted dtype of input and other.
+    together; input or other may be a number, which takes PyTorch's
+    result dtype (where(c, 4, 2) is int64, a float gives float32, and
+    with a tensor it promotes as tensor + number does).  The dtype is the
+    promoted dtype of input and other.
     Mirrors torch.where (the 3-argument form)."""
     Tensor = _tensor.Tensor
-    like = input if isinstance(input, Tensor) else (
-        other if isinstance(other, Tensor) else condition)
-    a = as_tensor_like(input, like)
-    b = as_tensor_like(other, like)
+    a, b = where_operands(condition, input, other)
     p = lib.tm_where(ptr(condition, "condition"), a._p, b._p)
     if not p:
         raise error()

@@ -7,6 +7,7 @@ so views made in C and their Python wrappers always agree.
 The class is declared here from its method families, each a class of its
 own file (every method declared there, with its docstring):
   _ops_arith.py   _Arithmetic   binary ops, operators, matmul
+  _ops_binmath.py _BinaryMath   bitwise ops, fmod, atan2, lerp, isclose...
   _ops_unary.py   _Elementwise  unary ops, clamp, where
   _ops_reduce.py  _Reductions   reductions, sorting, softmax
   _ops_scan.py    _Scans        cumprod, cummax, cummin, logcumsumexp
@@ -29,6 +30,7 @@ from ._convert import _Conversion
 from ._exports import export
 from ._index import _Indexing
 from ._ops_arith import _Arithmetic
+from ._ops_binmath import _BinaryMath
 from ._ops_reduce import _Reductions
 from ._ops_scan import _Scans
 from ._ops_reorder import _Reorder
@@ -46,8 +48,8 @@ def _fits(g, p):
             lib.tm_device_eq(lib.tm_device_of(g), lib.tm_device_of(p)))
 
 
-class Tensor(_Arithmetic, _Elementwise, _Reductions, _Reorder, _Shape,
-             _Indexing, _Conversion, _RandomFills, _Scans):
+class Tensor(_Arithmetic, _BinaryMath, _Elementwise, _Reductions, _Reorder,
+             _Shape, _Indexing, _Conversion, _RandomFills, _Scans):
     """An n-dimensional array on a device, with autograd.
 
     Tensor(data, dtype=None, requires_grad=False) copies data as
