@@ -170,7 +170,7 @@ TEST(scatter_reduce_bad_input_and_in_place_atomicity)
     CHECK_NULL_ERR(tm_scatter_reduce(t, 0, good, s64, TM_SCATTER_SUM, true),
                    TM_EDTYPE, "src dtype");
     CHECK_NULL_ERR(tm_scatter_reduce(t, 1, good, s, TM_SCATTER_SUM, true),
-                   TM_EINVAL, "dim");
+                   TM_ERANGE, "dim");
     CHECK_NULL_ERR(tm_scatter_reduce(b, 0, good, bs, TM_SCATTER_MEAN, true),
                    TM_EDTYPE, "bool");
     CHECK_NULL_ERR(tm_scatter_reduce(NULL, 0, good, s, TM_SCATTER_SUM, true),
