@@ -344,4 +344,14 @@ class GradFn:
 
 
 # circular: only _tensor.Tensor is used, read at call time
+def scalar_kind(x):
+    """The C tm_scalar_kind of a Python / numpy number, for PyTorch's
+    promotion: a bool, an integer or a float (2.0 is a float)."""
+    if isinstance(x, (bool, np.bool_)):
+        return lib.TM_SCALAR_BOOL
+    if isinstance(x, numbers.Integral):
+        return lib.TM_SCALAR_INT
+    return lib.TM_SCALAR_FLOAT
+
+
 from . import _tensor  # noqa: E402

@@ -9,26 +9,12 @@ anything else raises TypeError (the operators return NotImplemented, so
 Python raises it).  In-place forms (name ending in `_`) write into self,
 whose shape and dtype the result must fit.
 """
-import numbers
-
-import numpy as np
-
 from . import _ops_div, _tensor
-from ._base import SCALAR, error, named
+from ._base import SCALAR, error, named, scalar_kind
 from ._c import check, lib
 from ._exports import export
 
 _new = object.__new__
-
-
-def scalar_kind(x):
-    """The C tm_scalar_kind of a Python / numpy number, for PyTorch's
-    promotion: a bool, an integer or a float (2.0 is a float)."""
-    if isinstance(x, (bool, np.bool_)):
-        return lib.TM_SCALAR_BOOL
-    if isinstance(x, numbers.Integral):
-        return lib.TM_SCALAR_INT
-    return lib.TM_SCALAR_FLOAT
 
 
 def _scalar(op, p, s):

@@ -11,17 +11,24 @@ integers) and, as in PyTorch, have a zero gradient (the result is
 piecewise constant).  Integer division by zero is an error.
 """
 from . import _c, _tensor
-from ._base import SCALAR, error
+from ._base import SCALAR, error, scalar_kind
 from ._c import check, lib
 
 _new = object.__new__
 
 
 def _bin(c_fn, op, a, b, name):
-    if isinstance(b, _tensor.Tensor):
+    """a <op> b for a Tensor and a Tensor or a number, either side (a
+    number promotes by its kind, as in the other arithmetic ops)."""
+    if not isinstance(a, _tensor.Tensor):
+        if not (isinstance(a, SCALAR) and isinstance(b, _tensor.Tensor)):
+            raise TypeError(f"{name}(): expected a Tensor or a number, got "
+                            f"{type(a).__name__}")
+        p = lib.tm_binary_rscalar_as(op, a, b._p, scalar_kind(a))
+    elif isinstance(b, _tensor.Tensor):
         p = c_fn(a._p, b._p)
     elif isinstance(b, SCALAR):
-        p = lib.tm_binary_scalar(op, a._p, b)
+        p = lib.tm_binary_scalar_as(op, a._p, b, scalar_kind(b))
     else:
         raise TypeError(f"{name}(): expected a Tensor or a number, got "
                         f"{type(b).__name__}")
@@ -109,7 +116,8 @@ def div_(self, other, *, rounding_mode=None):
         if isinstance(other, _tensor.Tensor):
             check(lib.tm_binary_(op, self._p, other._p))
         else:
-            check(lib.tm_binary_scalar_(op, self._p, other))
+            check(lib.tm_binary_scalar_as_(op, self._p, other,
+                                           scalar_kind(other)))
         return self
     if rounding_mode != "trunc":
         raise _bad_mode("div_", rounding_mode)
