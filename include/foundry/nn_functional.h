@@ -149,6 +149,46 @@ tm_pool2d_opts tm_pool2d_defaults(void);
 tm_tensor *tm_max_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 
+/* Settings of the pools over 1 to 3 spatial dims (entry i is spatial dim
+ * i; entries past the pooled dims are ignored); start from
+ * tm_pool_defaults() and set the kernel. */
+typedef struct tm_pool_opts {
+    int64_t kernel[3];   /* window, >= 1; default 2 */
+    int64_t stride[3];   /* >= 1, or 0 for "the kernel size" (default) */
+    int64_t padding[3];  /* each side, >= 0, at most half the (effective)
+                            kernel; default 0 */
+    int64_t dilation[3]; /* max only: spacing of taps, >= 1; default 1 */
+    bool ceil_mode;      /* round the window count up (the last window
+                            must start inside x or its left padding);
+                            default false */
+    bool count_include_pad;   /* avg only; default true */
+    int64_t divisor_override; /* avg only: > 0 divides every window by it;
+                                 0 (default) for none */
+} tm_pool_opts;
+tm_pool_opts tm_pool_defaults(void);
+
+/* Max / average pooling over the last `dims` (1, 2 or 3) dims of x
+ * [N, C, *S] or batchless [C, *S], as torch.nn.functional.max_poolNd /
+ * avg_poolNd: per spatial dim, the output size is
+ *   floor-or-ceil((S + 2*padding - dilation*(kernel-1) - 1) / stride) + 1
+ * less one in ceil mode when the last window would start past the input
+ * and its left padding.  Max pooling ignores padding, keeps the first
+ * maximum of each window (a NaN wins), and with indices non-NULL returns
+ * in *indices (a new reference, I64, y's shape) the flat index of each
+ * maximum within its (C-)plane, (z*H + y)*W + x.  Average pooling
+ * divides by divisor_override, else by the window clipped to the padded
+ * input (count_include_pad) or to x.  Float dtypes (F16/BF16 in F32) are
+ * differentiable ("MaxPool<dims>DBackward", "AvgPool<dims>DBackward");
+ * integer dtypes compute in F64 (exact below 2^53) and integer averages
+ * truncate toward zero, as PyTorch's.  Returns a new reference.  Errors:
+ * NULL x, BOOL or quantized dtype (TM_EDTYPE); x of another rank, an
+ * empty non-batch dim, or an output size below 1 (TM_ESHAPE); bad
+ * settings (TM_EINVAL). */
+tm_tensor *tm_max_pool_nd(const tm_tensor *x, int dims,
+                          const tm_pool_opts *opts, tm_tensor **indices);
+tm_tensor *tm_avg_pool_nd(const tm_tensor *x, int dims,
+                          const tm_pool_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif
