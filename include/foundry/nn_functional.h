@@ -189,6 +189,76 @@ tm_tensor *tm_max_pool_nd(const tm_tensor *x, int dims,
 tm_tensor *tm_avg_pool_nd(const tm_tensor *x, int dims,
                           const tm_pool_opts *opts);
 
+/* Adaptive pooling over the last `dims` (1 to 3) dims of float x
+ * [N, C, *S] or [C, *S] to output_size[dims] (a negative entry keeps
+ * that dim's size; 0 gives an empty result), as
+ * torch.nn.functional.adaptive_{avg,max}_poolNd: output i of a dim of
+ * length L covers [floor(i*L/O), ceil((i+1)*L/O)).  The max keeps the
+ * first maximum in row-major order and, with indices non-NULL, returns
+ * in *indices (a new reference, I64) its flat index within the plane.
+ * Composed of public ops (differentiable through them).  Returns a new
+ * reference.  Errors: NULL x or output_size (TM_EINVAL), non-float dtype
+ * (TM_EDTYPE), another rank or an empty non-batch dim (TM_ESHAPE). */
+tm_tensor *tm_adaptive_avg_pool_nd(const tm_tensor *x, int dims,
+                                   const int64_t *output_size);
+tm_tensor *tm_adaptive_max_pool_nd(const tm_tensor *x, int dims,
+                                   const int64_t *output_size,
+                                   tm_tensor **indices);
+
+/* Max unpooling, as torch.nn.functional.max_unpoolNd: float x and I64
+ * indices of one shape [N, C, *S] or [C, *S] (S: `dims` dims) -> zeros
+ * of [N, C, *output_size] (or [C, *output_size]) holding x at the flat
+ * plane indices (a repeated index keeps the last value in row-major
+ * order).  Reads the indices' range (a host synchronization point).
+ * Differentiable in x.  Returns a new reference.  Errors: NULL tensors,
+ * a negative output size (TM_EINVAL); x not float or indices not I64
+ * (TM_EDTYPE); ranks or shapes that differ (TM_ESHAPE); an index outside
+ * [0, prod(output_size)) (TM_ERANGE). */
+tm_tensor *tm_max_unpool_nd(const tm_tensor *x, const tm_tensor *indices,
+                            int dims, const int64_t *output_size);
+
+/* Interpolation modes of tm_interpolate. */
+typedef enum tm_interp_mode {
+    TM_INTERP_NEAREST = 0,       /* PyTorch's "nearest" (floor(i*scale)) */
+    TM_INTERP_NEAREST_EXACT = 1, /* "nearest-exact" (floor((i+.5)*scale)) */
+    TM_INTERP_LINEAR = 2,        /* linear / bilinear / trilinear */
+    TM_INTERP_CUBIC = 3          /* bicubic, A = -0.75, border clamped */
+} tm_interp_mode;
+
+/* Resamples float x [N, C, *S] (S: `dims` = 1 to 3 dims) to
+ * [N, C, *size], as torch.nn.functional.interpolate: scales (NULL, or
+ * one per dim; entries <= 0 mean none) is the scale_factor PyTorch uses
+ * in the coordinate transform (1/scale instead of in/out) unless
+ * align_corners, which maps corner pixel centres onto each other (linear
+ * and cubic only; ignored by the nearest modes).  Composed of public ops
+ * (differentiable through them).  Returns a new reference.  Errors: NULL
+ * x or size, bad mode or dims (TM_EINVAL); non-float dtype (TM_EDTYPE);
+ * x not (dims+2)-D, an input or output size below 1 (TM_ESHAPE). */
+tm_tensor *tm_interpolate(const tm_tensor *x, int dims, const int64_t *size,
+                          const double *scales, tm_interp_mode mode,
+                          bool align_corners);
+
+/* Padding modes of tm_pad_mode. */
+typedef enum tm_padding_mode {
+    TM_PAD_CONSTANT = 0,  /* value outside (tm_pad) */
+    TM_PAD_REFLECT = 1,   /* mirror without repeating the edge */
+    TM_PAD_REPLICATE = 2, /* repeat the edge */
+    TM_PAD_CIRCULAR = 3   /* wrap around */
+} tm_padding_mode;
+
+/* torch.nn.functional.pad: pad[0], pad[1] are the (before, after)
+ * amounts of the last dim, pad[2], pad[3] of the one before, ...;
+ * negative amounts crop.  Constant mode is tm_pad (any rank).  The other
+ * modes pad the last npad/2 (1 to 3) dims of a (npad/2 + 1)-D or
+ * (npad/2 + 2)-D (batch mode) t of any dtype; reflect needs each amount
+ * below its dim's size, circular at most that size; dims other than the
+ * batch dim must be non-empty (circular: the padded dims).
+ * Differentiable (through index_select).  Returns a new reference.
+ * Errors: NULL t, a bad mode, bad amounts (TM_EINVAL); another rank or
+ * an empty dim (TM_ESHAPE). */
+tm_tensor *tm_pad_mode(const tm_tensor *t, const int64_t *pad, int npad,
+                       tm_padding_mode mode, double value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,9 @@ from .layers import (Identity, Linear, Embedding, LayerNorm, RMSNorm,
                      SiLU, Sigmoid, Tanh, GELU, LeakyReLU, Softplus, Softmax,
                      LogSoftmax, CrossEntropyLoss, NLLLoss, MSELoss, L1Loss,
                      BCEWithLogitsLoss, SmoothL1Loss, HuberLoss)
+from . import _layers_pool, _layers_resize
+from ._layers_pool import *  # noqa: F401,F403
+from ._layers_resize import *  # noqa: F401,F403
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -15,3 +18,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "LeakyReLU", "Softplus", "Softmax", "LogSoftmax",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"]
+__all__ += _layers_pool.__all__ + _layers_resize.__all__

@@ -8,6 +8,8 @@ from .._base import to_dtype
 from . import functional as F
 from . import init
 from .module import Module, Parameter
+from ._layers_pool import *  # noqa: F401,F403
+from ._layers_resize import *  # noqa: F401,F403
 
 
 def _dt(dtype):
@@ -158,31 +160,6 @@ class Conv2d(Module):
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size="
                 f"{self.kernel_size}, stride={self.stride}")
-
-
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, \
-            padding
-
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}")
-
-
-class AvgPool2d(MaxPool2d):
-    def __init__(self, kernel_size, stride=None, padding=0,
-                 count_include_pad=True):
-        super().__init__(kernel_size, stride, padding)
-        self.count_include_pad = count_include_pad
-
-    def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad)
 
 
 class Flatten(Module):
