@@ -155,8 +155,8 @@ tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 typedef struct tm_pool_opts {
     int64_t kernel[3];   /* window, >= 1; default 2 */
     int64_t stride[3];   /* >= 1, or 0 for "the kernel size" (default) */
-    int64_t padding[3];  /* each side, >= 0, at most half the (effective)
-                            kernel; default 0 */
+    int64_t padding[3];  /* each side, >= 0, at most half the kernel;
+                            default 0 */
     int64_t dilation[3]; /* max only: spacing of taps, >= 1; default 1 */
     bool ceil_mode;      /* round the window count up (the last window
                             must start inside x or its left padding);

@@ -70,13 +70,13 @@ static tm_status pl_geometry(const char *fn, const tm_tensor *x, int nsp,
         if (dl[j] < 1)
             return tm__errf(TM_EINVAL, fn, "dilation must be >= 1, got %lld "
                             "in spatial dim %d", (long long)dl[j], i);
-        int64_t eff = is_max ? ((k[j] - 1) * dl[j] + 1) / 2 : k[j] / 2;
-        if (pd[j] < 0 || pd[j] > eff)
+        /* PyTorch bounds the padding by the kernel, not the dilated
+         * window */
+        if (pd[j] < 0 || pd[j] > k[j] / 2)
             return tm__errf(TM_EINVAL, fn, "padding %lld of spatial dim %d "
-                            "must be >= 0 and at most half of the %skernel "
-                            "size %lld (dilation %lld)", (long long)pd[j], i,
-                            is_max ? "effective " : "", (long long)k[j],
-                            (long long)dl[j]);
+                            "must be >= 0 and at most half of the kernel "
+                            "size %lld", (long long)pd[j], i,
+                            (long long)k[j]);
         if (!is_max && o->dilation[i] != 1 && o->dilation[i] != 0)
             return tm__errf(TM_EINVAL, fn, "average pooling has no "
                             "dilation, got %lld", (long long)o->dilation[i]);

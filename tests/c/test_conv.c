@@ -614,7 +614,7 @@ TEST(pool2d_errors_name_the_problem)
     o = popts(3, 3, 1, 1, 2, 0, true);
     CHECK_NULL_ERR(tm_max_pool2d(x, &o), TM_EINVAL,
                    "padding 2 of spatial dim 0 must be >= 0 and at most "
-                   "half of the effective kernel size 3");
+                   "half of the kernel size 3");
     o = popts(0, 3, 1, 1, 0, 0, true);
     CHECK_NULL_ERR(tm_max_pool2d(x, &o), TM_EINVAL, "kernel must be >= 1");
     o = popts(2, 2, -1, 1, 0, 0, true);

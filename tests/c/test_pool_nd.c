@@ -185,7 +185,7 @@ TEST(pool_nd_errors_name_the_problem)
                    "only the batch dim may be empty");
     o.kernel[0] = 3, o.padding[0] = 2;
     CHECK_NULL_ERR(tm_max_pool_nd(x, 1, &o, NULL), TM_EINVAL,
-                   "at most half of the effective kernel size 3");
+                   "at most half of the kernel size 3");
     o.padding[0] = 0, o.kernel[0] = 5;
     CHECK_NULL_ERR(tm_avg_pool_nd(x, 1, &o), TM_ESHAPE,
                    "output size is too small");
@@ -216,6 +216,27 @@ TEST(pool_nd_errors_name_the_problem)
     CHECK_NULL_ERR(tm_pad_mode(e, (int64_t[]){1, 1}, 2, TM_PAD_REFLECT, 0),
                    TM_ESHAPE, "dim 1 of t [1,0,4] is empty");
     tm_free(x), tm_free(e), tm_free(i);
+}
+
+TEST(pool_nd_null_arguments_are_reported)
+{
+    tm_tensor *x = tm_zeros((int64_t[]){1, 2, 4}, 3, TM_F64), *ix = x;
+    REQUIRE(x);
+    int64_t sz[1] = {2};
+    CHECK_NULL_ERR(tm_max_pool_nd(NULL, 1, NULL, &ix), TM_EINVAL, "NULL");
+    CHECK(ix == NULL);
+    CHECK_NULL_ERR(tm_avg_pool_nd(NULL, 1, NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_adaptive_avg_pool_nd(NULL, 1, sz), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_adaptive_avg_pool_nd(x, 1, NULL), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_adaptive_max_pool_nd(NULL, 1, sz, NULL), TM_EINVAL,
+                   "NULL");
+    CHECK_NULL_ERR(tm_max_unpool_nd(NULL, x, 1, sz), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_max_unpool_nd(x, NULL, 1, sz), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_interpolate(NULL, 1, sz, NULL, TM_INTERP_NEAREST,
+                                  false), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_pad_mode(NULL, sz, 2, TM_PAD_REFLECT, 0), TM_EINVAL,
+                   "NULL");
+    tm_free(x);
 }
 
 /* ------------------------------------------------------- gradients */

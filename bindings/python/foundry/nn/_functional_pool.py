@@ -71,9 +71,11 @@ def _max_pool(n, input, kernel_size, stride, padding, dilation, ceil_mode,
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode=False, return_indices=False):
-    """The maximum over windows of input [N, C, L] or [C, L].  Mirrors
-    torch.nn.functional.max_pool1d; return_indices adds the flat index
-    of each maximum within its plane."""
+    """The maximum over windows of input [N, C, L] or [C, L] (any
+    integer dtype too, also without return_indices, where PyTorch's CPU
+    refuses integers).  Mirrors torch.nn.functional.max_pool1d;
+    return_indices adds the flat index of each maximum within its
+    plane."""
     return _max_pool(1, input, kernel_size, stride, padding, dilation,
                      ceil_mode, return_indices)
 
@@ -100,6 +102,10 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode,
               count_include_pad, divisor_override):
     fn = f"avg_pool{n}d"
     p = _tensor_arg(input, fn)
+    if not input.dtype.is_floating_point and input.dtype.name != "int64":
+        # PyTorch averages int64 (truncating) but no other integer dtype
+        raise _UNSUPPORTED(f"\"{fn}\" not implemented for "
+                           f"'{input.dtype.name}'")
     o = _opts(fn, n, kernel_size, stride, padding, 1, ceil_mode,
               count_include_pad, divisor_override)
     return wrap(lib.tm_avg_pool_nd(p, n, o))
@@ -107,7 +113,7 @@ def _avg_pool(n, input, kernel_size, stride, padding, ceil_mode,
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
-    """The mean over windows of input [N, C, L] or [C, L] (integers:
+    """The mean over windows of input [N, C, L] or [C, L] (int64:
     truncated).  Mirrors torch.nn.functional.avg_pool1d."""
     return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, None)
@@ -116,7 +122,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean over windows of input [N, C, H, W] or [C, H, W]
-    (integers: truncated).  Mirrors torch.nn.functional.avg_pool2d."""
+    (int64: truncated).  Mirrors torch.nn.functional.avg_pool2d."""
     return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
@@ -124,7 +130,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean over windows of input [N, C, D, H, W] or [C, D, H, W]
-    (integers: truncated).  Mirrors torch.nn.functional.avg_pool3d."""
+    (int64: truncated).  Mirrors torch.nn.functional.avg_pool3d."""
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
