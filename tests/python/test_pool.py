@@ -282,7 +282,30 @@ def test_pools_run_on_the_test_device(test_device, rng):
                              return_indices=True)
         a = FF.avg_pool3d(t, 2, 2, 1, ceil_mode=True, divisor_override=3)
         (y.sum() + a.sum()).backward()
-        outs.append([y.cpu().numpy(), i.cpu().numpy(), a.cpu().numpy(),
+        outs.append([y.detach().cpu().numpy(), i.cpu().numpy(),
+                     a.detach().cpu().numpy(),
                      t.grad.cpu().numpy()])
     for got, want in zip(*outs):
         np.testing.assert_array_equal(got, want)
+
+
+def test_composed_spatial_ops_run_on_the_test_device(test_device, rng):
+    """Adaptive pooling, unpooling, interpolate and the pad modes are
+    composed of public ops; on the test device they give the CPU's
+    values and gradients (1e-12: the same kernels, F64)."""
+    x = rng.standard_normal((1, 2, 6, 7))
+    outs = []
+    for dev in ("cpu", test_device):
+        t = F.tensor(x).to(dev).requires_grad_()
+        m, i = FF.adaptive_max_pool2d(t, (4, 3), return_indices=True)
+        p, j = FF.max_pool2d(t, 2, return_indices=True)
+        ys = [FF.adaptive_avg_pool2d(t, (4, 3)), m,
+              FF.max_unpool2d(p, j, 2, output_size=(6, 7)),
+              FF.interpolate(t, scale_factor=1.5, mode="bicubic"),
+              FF.pad(t, (2, 1, 3, 0), mode="reflect"),
+              FF.pad(t, (2, -1, 3, 0), mode="circular")]
+        sum(y.sum() for y in ys).backward()
+        outs.append([y.detach().cpu().numpy() for y in ys] +
+                    [i.cpu().numpy(), t.grad.cpu().numpy()])
+    for got, want in zip(*outs):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
