@@ -71,17 +71,32 @@ static inline int64_t pool_axis(int64_t o, int64_t s, int64_t p, int64_t k,
 
 #define T float
 #define SUF f32
+#define LOWEST (-INFINITY)
 #include "cpu_pool_tmpl.h"
 #include "cpu_pool_nd_tmpl.h"
 #undef T
 #undef SUF
+#undef LOWEST
 
 #define T double
 #define SUF f64
+#define LOWEST (-INFINITY)
 #include "cpu_pool_tmpl.h"
 #include "cpu_pool_nd_tmpl.h"
 #undef T
 #undef SUF
+#undef LOWEST
+
+/* Integer max pooling: every integer dtype is pooled as I64 (exact). */
+#define T int64_t
+#define SUF i64
+#define LOWEST INT64_MIN
+#define PND_MAX_ONLY
+#include "cpu_pool_nd_tmpl.h"
+#undef PND_MAX_ONLY
+#undef T
+#undef SUF
+#undef LOWEST
 
 /* Runs one of the loops over all planes, at least about 32768 window
  * elements per thread. */
@@ -102,7 +117,8 @@ static bool pool_plain(const tm_pool_geom *q)
            (q->ow - 1) * q->sw + q->kw <= q->w + 2 * q->pw;
 }
 
-/* x is (P, D, H, W), y and argmax are (P, OD, OH, OW): y = the window's max (NaN
+/* x is (P, D, H, W), y and argmax are (P, OD, OH, OW), F32, F64 or (max
+ * only) I64: y = the window's max (NaN
  * if the window holds one: the last NaN's index is kept), argmax = its
  * flat index yy*W + xx within the plane; or (is_max false) y = the
  * window's sum / divisor. */
@@ -113,7 +129,10 @@ tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
     bool f64 = y->dtype == TM_F64;
     pool_job jb = {q, tm__ptr(x), tm__ptr(y), NULL, NULL};
     bool plain = pool_plain(q);
-    if (is_max) {
+    if (is_max && y->dtype == TM_I64) {
+        jb.argmax = tm__ptr(argmax);
+        pool_run(q, pool_nd_max_i64, &jb);
+    } else if (is_max) {
         jb.argmax = tm__ptr(argmax);
         if (plain)
             pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);

@@ -3,15 +3,23 @@
  * dilation, ceil-mode windows, divisor override) for one element type,
  * written once and included once per type.  The includer defines
  *   T     the element type (float or double)
- *   SUF   the suffix of the generated names (f32 or f64)
+ *   SUF   the suffix of the generated names (f32, f64 or i64)
+ *   LOWEST the value of a window with no tap inside x
+ *   PND_MAX_ONLY (optional) only the max loops (integer types), whose
+ *         values are never NaN
  * and provides pool_job and pool_axis.  It defines the thread-pool range
  * functions (planes [p0, p1)) pool_nd_max_SUF, pool_nd_max_backward_SUF,
- * pool_nd_avg_SUF and pool_nd_avg_backward_SUF; the includer undefines T
- * and SUF before the next type.
+ * pool_nd_avg_SUF and pool_nd_avg_backward_SUF; the includer undefines T,
+ * SUF and LOWEST before the next type.
  */
 #define PND_CAT_(a, b) a##_##b
 #define PND_CAT(a, b) PND_CAT_(a, b)
 #define PND_FN(name) PND_CAT(name, SUF)
+#ifdef PND_MAX_ONLY
+#define PND_ISNAN(v) 0
+#else
+#define PND_ISNAN(v) ((v) != (v))
+#endif
 
 /* x (P, D, H, W) -> y, argmax (P, OD, OH, OW): the max over the in-bounds
  * taps of each window (the first maximum, a later NaN replacing it, as
@@ -30,7 +38,7 @@ static void PND_FN(pool_nd_max)(int64_t p0, int64_t p1, void *vj)
                 for (int64_t ox = 0; ox < q->ow; ox++, l++) {
                     int64_t zs = oz * q->sd - q->pd, ys = oy * q->sh - q->ph;
                     int64_t xs = ox * q->sw - q->pw;
-                    T m = (T)-INFINITY;
+                    T m = LOWEST;
                     int64_t mi = -1;
                     for (int64_t a = 0; a < q->kd; a++) {
                         int64_t zz = zs + a * q->dd;
@@ -43,12 +51,12 @@ static void PND_FN(pool_nd_max)(int64_t p0, int64_t p1, void *vj)
                                 if (xx < 0 || xx >= q->w) continue;
                                 int64_t at = (zz * q->h + yy) * q->w + xx;
                                 T v = x[at];
-                                if (mi < 0 || v > m || v != v) m = v, mi = at;
+                                if (mi < 0 || v > m || PND_ISNAN(v)) m = v, mi = at;
                             }
                         }
                     }
                     /* a window with no tap inside x (possible only with
-                     * dilation) keeps -inf and points at element 0 so
+                     * dilation) keeps LOWEST and points at element 0 so
                      * that backward stays in bounds */
                     y[l] = m;
                     ix[l] = mi < 0 ? 0 : mi;
@@ -56,6 +64,7 @@ static void PND_FN(pool_nd_max)(int64_t p0, int64_t p1, void *vj)
     }
 }
 
+#ifndef PND_MAX_ONLY
 /* g, argmax (P, OD, OH, OW) -> dx (P, D, H, W), zeroed by the caller. */
 static void PND_FN(pool_nd_max_backward)(int64_t p0, int64_t p1, void *vj)
 {
@@ -133,6 +142,9 @@ static void PND_FN(pool_nd_avg_backward)(int64_t p0, int64_t p1, void *vj)
     }
 }
 
+#endif /* PND_MAX_ONLY */
+
+#undef PND_ISNAN
 #undef PND_FN
 #undef PND_CAT
 #undef PND_CAT_

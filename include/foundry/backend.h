@@ -364,7 +364,8 @@ typedef struct tm_backend {
                                const tm_buf *dweight, const tm_buf *dbias,
                                const tm_buf *g, const tm_buf *x,
                                const tm_buf *weight, const tm_conv_geom *q);
-    /* Max pooling (is_max; argmax I64 (P, OD, OH, OW) = the flat index
+    /* y and x are F32 or F64, or I64 for max pooling of integers.
+     * Max pooling (is_max; argmax I64 (P, OD, OH, OW) = the flat index
      * (zz*H + yy)*W + xx of the max within its plane, the first maximum
      * and the last NaN winning) or
      * average pooling (argmax absent). */

@@ -179,8 +179,9 @@ tm_pool_opts tm_pool_defaults(void);
  * divides by divisor_override, else by the window clipped to the padded
  * input (count_include_pad) or to x.  Float dtypes (F16/BF16 in F32) are
  * differentiable ("MaxPool<dims>DBackward", "AvgPool<dims>DBackward");
- * integer dtypes compute in F64 (exact below 2^53) and integer averages
- * truncate toward zero, as PyTorch's.  Returns a new reference.  Errors:
+ * integer maxima are exact (computed in I64); integer averages compute
+ * in F64 (exact while window sums stay below 2^53) and truncate toward
+ * zero, as PyTorch's.  Returns a new reference.  Errors:
  * NULL x, BOOL or quantized dtype (TM_EDTYPE); x of another rank, an
  * empty non-batch dim, or an output size below 1 (TM_ESHAPE); bad
  * settings (TM_EINVAL). */

@@ -5,7 +5,8 @@
  * "AvgPool<k>DBackward").  The window loops are the backend's pool /
  * pool_backward entries (contracts in foundry/backend.h; the CPU's in
  * cpu/cpu_pool.c): the front end makes x contiguous in the compute dtype
- * (F64 for F64 and integers, F32 otherwise), allocates the results on
+ * (F64 for F64 and integer averages, I64 for integer maxima, F32
+ * otherwise), allocates the results on
  * x's device and sees x [N, C, *S] as N*C planes (P, D, H, W), missing
  * spatial dims being 1.  Max pooling keeps, per output element, the flat
  * index of its maximum within the plane in an I64 tensor saved for
@@ -184,8 +185,10 @@ static tm_tensor *pl_batched(const char *fn, const tm_tensor *x, int nsp,
     tm_pool_geom q;
     if (pl_geometry(fn, x, nsp, o, is_max, &q)) return NULL;
     bool fl = tm_dtype_is_float(x->dtype);
+    /* integers: max pooling in I64 (exact), averages in F64 */
     tm_dtype dt = x->dtype == TM_F32 || x->dtype == TM_F16 ||
-                          x->dtype == TM_BF16 ? TM_F32 : TM_F64;
+                          x->dtype == TM_BF16 ? TM_F32
+                  : !fl && is_max ? TM_I64 : TM_F64;
     int64_t shape[5] = {x->shape[0], x->shape[1]}, o3[3] = {q.od, q.oh, q.ow};
     for (int i = 0; i < nsp; i++) shape[2 + i] = o3[3 - nsp + i];
     bool prev = tm_no_grad_begin();

@@ -353,3 +353,19 @@ TEST(grad_adaptive_interpolate_and_pad)
         gc_run("pad", c, s1, 3, 2200 + (uint64_t)m);
     }
 }
+
+TEST(integer_max_pooling_is_exact_beyond_2_pow_53)
+{
+    int64_t v[4] = {INT64_MAX - 1, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+    tm_tensor *x = tm_from_buffer(v, (int64_t[]){1, 4}, 2, TM_I64), *ix;
+    tm_pool_opts o = tm_pool_defaults();
+    tm_tensor *y = tm_max_pool_nd(x, 1, &o, &ix);
+    REQUIRE(y);
+    int64_t a, b;
+    tm_tensor *y0 = tm_select(y, 1, 0), *y1 = tm_select(y, 1, 1);
+    REQUIRE(y0 && y1 && !tm_item_i64(y0, &a) && !tm_item_i64(y1, &b));
+    CHECK(a == INT64_MAX && b == INT64_MIN + 1);
+    double wi[2] = {1, 3};
+    CHECK_VALUES(ix, wi, 2, 0, 0);
+    tm_free(y0), tm_free(y1), tm_free(ix), tm_free(y), tm_free(x);
+}
