@@ -211,9 +211,12 @@ static tm_tensor *pl_batched(const char *fn, const tm_tensor *x, int nsp,
             goto fail;
     }
     /* integer averages truncate toward zero, as PyTorch's integer
-     * division does */
-    if (!fl && !is_max) {
-        tm_tensor *t = tm_trunc(yc);
+     * division does; a max window with no tap inside x (dilation) holds
+     * INT64_MIN, which becomes the narrower dtype's lowest value */
+    if (!fl && (!is_max || x->dtype != TM_I64)) {
+        double lo = x->dtype == TM_I8 ? -128 : x->dtype == TM_I16 ? -32768
+                  : x->dtype == TM_I32 ? -2147483648.0 : 0;
+        tm_tensor *t = is_max ? tm_clamp(yc, lo, 1e300) : tm_trunc(yc);
         if (!t) goto fail;
         tm_free(yc);
         yc = t;
