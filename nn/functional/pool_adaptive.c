@@ -1,13 +1,13 @@
 /* pool_adaptive.c — tm_adaptive_avg_pool_nd and tm_adaptive_max_pool_nd,
  * composed of public ops one spatial dim at a time: output i of a dim of
  * length L pooled to O covers [floor(i*L/O), ceil((i+1)*L/O)), as in
- * PyTorch.  Each window is gathered (padded to the longest window by
- * repeating its last element) with tm__resample_dim's index_select; the
- * average weighs taps by 1/length (0 for the repeats), the max takes
- * tm_max_dim over the taps (a repeat never wins over the element it
- * repeats, which comes first), so the rectangle's max and its row-major
- * first position come out dim by dim.  Gradients are those of the
- * composing ops. */
+ * PyTorch.  The average multiplies by each dim's dense averaging matrix
+ * (tm_matmul).  The max gathers each window (padded to the longest window
+ * by repeating its last element) with tm__resample_dim's index_select and
+ * takes tm_max_dim over the taps (a repeat never wins over the element
+ * it repeats, which comes first), so the rectangle's max and its
+ * row-major first position come out dim by dim.  Gradients are those of
+ * the composing ops. */
 #include "spatial_impl.h"
 
 #include <stdlib.h>
@@ -41,31 +41,59 @@ static tm_status ad_check(const char *fn, const tm_tensor *x, int dims,
     return TM_OK;
 }
 
-/* The windows of L pooled to o: idx [o*k] (k = the longest window),
- * start[o], and (w non-NULL) the averaging weights.  Returns k, or -1
- * when out of memory. */
+/* The windows of L pooled to o: idx [o*k] (k = the longest window) and
+ * start[o].  Returns k, or -1 when out of memory. */
 static int64_t ad_windows(int64_t L, int64_t o, int64_t **idx,
-                          int64_t **start, double **w)
+                          int64_t **start)
 {
     int64_t k = 1;
     for (int64_t i = 0; i < o; i++) {
         int64_t a = i * L / o, b = ((i + 1) * L + o - 1) / o;
         if (b - a > k) k = b - a;
     }
-    size_t n = (size_t)(o * k) + 1;
-    *idx = malloc(n * sizeof **idx);
+    *idx = malloc(((size_t)(o * k) + 1) * sizeof **idx);
     *start = malloc((size_t)(o + 1) * sizeof **start);
-    if (w) *w = malloc(n * sizeof **w);
-    if (!*idx || !*start || (w && !*w)) return -1;
+    if (!*idx || !*start) return -1;
     for (int64_t i = 0; i < o; i++) {
         int64_t a = i * L / o, b = ((i + 1) * L + o - 1) / o;
         (*start)[i] = a;
-        for (int64_t t = 0; t < k; t++) {
+        for (int64_t t = 0; t < k; t++)
             (*idx)[i * k + t] = a + (t < b - a ? t : b - a - 1);
-            if (w) (*w)[i * k + t] = t < b - a ? 1.0 / (double)(b - a) : 0;
-        }
     }
     return k;
+}
+
+/* v averaged along dim d (length L) into o windows: a product with the
+ * dense [o, L] averaging matrix (a GEMM: the gathers of the max path cost
+ * several times more, and pooled sizes are small), dim d brought next to
+ * last by a transposed view when it is not the last. */
+static tm_tensor *ad_avg_dim(const tm_tensor *v, int d, int64_t L, int64_t o)
+{
+    int nd = tm_ndim(v);
+    double *m = calloc((size_t)(o * L) + 1, sizeof *m);
+    tm_tensor *h = NULL, *mt = NULL, *c = NULL, *vt = NULL, *p = NULL;
+    tm_tensor *r = NULL;
+    if (!m) {
+        tm__errf(TM_ENOMEM, "tm_adaptive_avg_pool_nd", "out of memory for "
+                 "a %lldx%lld averaging matrix", (long long)o, (long long)L);
+        return NULL;
+    }
+    for (int64_t i = 0; i < o; i++) {
+        int64_t a = i * L / o, b = ((i + 1) * L + o - 1) / o;
+        for (int64_t j = a; j < b; j++) m[i * L + j] = 1.0 / (double)(b - a);
+    }
+    h = tm__host_column(m, o * L, 0, tm_dtype_of(v), tm_device_of(v));
+    if (!h || !(c = tm_reshape(h, (int64_t[]){o, L}, 2))) goto done;
+    if (d == nd - 1) {
+        if ((mt = tm_transpose(c, 0, 1))) r = tm_matmul(v, mt);
+    } else if ((vt = tm_transpose(v, d, nd - 2)) &&
+               (p = tm_matmul(c, vt))) {
+        r = tm_transpose(p, d, nd - 2);
+    }
+done:
+    free(m);
+    tm_free(h), tm_free(mt), tm_free(c), tm_free(vt), tm_free(p);
+    return r;
 }
 
 tm_tensor *tm_adaptive_avg_pool_nd(const tm_tensor *x, int dims,
@@ -77,16 +105,7 @@ tm_tensor *tm_adaptive_avg_pool_nd(const tm_tensor *x, int dims,
     tm_tensor *v = tm_retain((tm_tensor *)x);
     for (int i = dims - 1; i >= 0 && v; i--) {
         int d = x->ndim - dims + i;
-        int64_t *idx = NULL, *st = NULL;
-        double *w = NULL;
-        int64_t k = ad_windows(x->shape[d], out[i], &idx, &st, &w);
-        tm_tensor *nv = NULL;
-        if (k < 0)
-            tm__errf(TM_ENOMEM, fn, "out of memory for %lld windows",
-                     (long long)out[i]);
-        else
-            nv = tm__resample_dim(v, d, out[i], k, idx, w);
-        free(idx), free(st), free(w);
+        tm_tensor *nv = ad_avg_dim(v, d, x->shape[d], out[i]);
         tm_free(v);
         v = nv;
     }
@@ -122,7 +141,7 @@ tm_tensor *tm_adaptive_max_pool_nd(const tm_tensor *x, int dims,
     for (int i = dims - 1; i >= 0; i--) {
         int d = nd - dims + i;
         int64_t *idx = NULL, *st = NULL;
-        int64_t k = ad_windows(x->shape[d], out[i], &idx, &st, NULL);
+        int64_t k = ad_windows(x->shape[d], out[i], &idx, &st);
         tm_tensor *sel = NULL, *nv = NULL, *ka = NULL, *sc = NULL;
         if (k < 0) {
             tm__errf(TM_ENOMEM, fn, "out of memory for %lld windows",

@@ -4,6 +4,8 @@
  * so gradients come from their rules. */
 #include "spatial_impl.h"
 
+#include <stdlib.h>
+
 tm_tensor *tm__host_i64(const int64_t *v, int64_t n, tm_device dev)
 {
     tm_tensor *h = tm_from_buffer(v, (int64_t[]){n}, 1, TM_I64);
@@ -13,12 +15,12 @@ tm_tensor *tm__host_i64(const int64_t *v, int64_t n, tm_device dev)
     return r;
 }
 
-tm_tensor *tm__host_weights(const double *w, int64_t n, int64_t k,
-                            int ones, tm_dtype dt, tm_device dev)
+tm_tensor *tm__host_column(const double *w, int64_t n, int ones,
+                           tm_dtype dt, tm_device dev)
 {
-    int64_t shape[TM_MAX_DIMS] = {n, k};
-    for (int i = 0; i < ones; i++) shape[2 + i] = 1;
-    tm_tensor *h = tm_from_buffer(w, shape, 2 + ones, TM_F64), *c = NULL;
+    int64_t shape[TM_MAX_DIMS] = {n};
+    for (int i = 0; i < ones; i++) shape[1 + i] = 1;
+    tm_tensor *h = tm_from_buffer(w, shape, 1 + ones, TM_F64), *c = NULL;
     tm_tensor *r = NULL;
     if (!h) return NULL;
     c = dt == TM_F64 ? tm_retain(h) : tm_to_dtype(h, dt);
@@ -30,26 +32,37 @@ tm_tensor *tm__host_weights(const double *w, int64_t n, int64_t k,
 tm_tensor *tm__resample_dim(const tm_tensor *x, int d, int64_t o, int64_t k,
                             const int64_t *idx, const double *w)
 {
-    tm_tensor *it = NULL, *sel = NULL, *v = NULL, *wt = NULL, *p = NULL;
-    tm_tensor *r = NULL;
+    /* one gather per tap, weighted and accumulated: summing a gathered
+     * [.., o, k, ..] block over its small k dim instead was several times
+     * slower (a reduction over a short dim) */
     tm_device dev = tm_device_of(x);
     int nd = tm_ndim(x);
-    it = tm__host_i64(idx, o * k, dev);
-    if (!it || !(sel = tm_index_select(x, d, it))) goto done;
-    if (!w) {
-        r = tm_retain(sel);
+    int64_t *ti = malloc((size_t)o * sizeof *ti + 1);
+    double *tw = malloc((size_t)o * sizeof *tw + 1);
+    tm_tensor *acc = NULL;
+    if (!ti || !tw) {
+        tm__errf(TM_ENOMEM, "tm__resample_dim", "out of memory for %lld "
+                 "taps", (long long)o);
         goto done;
     }
-    int64_t shape[TM_MAX_DIMS + 1];
-    const int64_t *xs = tm_shape(x);
-    for (int i = 0; i < d; i++) shape[i] = xs[i];
-    shape[d] = o, shape[d + 1] = k;
-    for (int i = d + 1; i < nd; i++) shape[i + 1] = xs[i];
-    if (!(v = tm_reshape(sel, shape, nd + 1))) goto done;
-    wt = tm__host_weights(w, o, k, nd - 1 - d, tm_dtype_of(x), dev);
-    if (!wt || !(p = tm_mul(v, wt))) goto done;
-    r = tm_sum(p, (int[]){d + 1}, 1, false);
+    for (int64_t t = 0; t < k; t++) {
+        for (int64_t i = 0; i < o; i++) {
+            ti[i] = idx[i * k + t];
+            if (w) tw[i] = w[i * k + t];
+        }
+        tm_tensor *it = tm__host_i64(ti, o, dev), *sel = NULL, *wt = NULL;
+        tm_tensor *p = NULL, *na = NULL;
+        if (it) sel = tm_index_select(x, d, it);
+        if (sel && !w) p = tm_retain(sel);
+        else if (sel && (wt = tm__host_column(tw, o, nd - 1 - d,
+                                              tm_dtype_of(x), dev)))
+            p = tm_mul(sel, wt);
+        if (p) na = acc ? tm_add(acc, p) : tm_retain(p);
+        tm_free(it), tm_free(sel), tm_free(wt), tm_free(p), tm_free(acc);
+        acc = na;
+        if (!acc) goto done;
+    }
 done:
-    tm_free(it), tm_free(sel), tm_free(v), tm_free(wt), tm_free(p);
-    return r;
+    free(ti), free(tw);
+    return acc;
 }

@@ -13,10 +13,10 @@
 /* An I64 tensor [n] holding v, on dev (a new reference). */
 tm_tensor *tm__host_i64(const int64_t *v, int64_t n, tm_device dev);
 
-/* A tensor of shape [n, k, 1 x ones] holding w (n*k values), in dtype dt
- * on dev (a new reference). */
-tm_tensor *tm__host_weights(const double *w, int64_t n, int64_t k,
-                            int ones, tm_dtype dt, tm_device dev);
+/* A tensor of shape [n, 1 x ones] holding w (n values), in dtype dt on
+ * dev (a new reference). */
+tm_tensor *tm__host_column(const double *w, int64_t n, int ones,
+                           tm_dtype dt, tm_device dev);
 
 /* x resampled along dim d to length o: out[.., i, ..] = sum over
  * t < k of w[i*k + t] * x[.., idx[i*k + t], ..], or (w NULL, k 1) the
