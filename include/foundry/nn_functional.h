@@ -238,6 +238,13 @@ typedef enum tm_interp_mode {
 tm_tensor *tm_interpolate(const tm_tensor *x, int dims, const int64_t *size,
                           const double *scales, tm_interp_mode mode,
                           bool align_corners);
+/* tm_interpolate with antialias=True (linear or cubic mode), as
+ * PyTorch's: each output is a normalized filter (the triangle, or the
+ * cubic with A = -0.5) over the inputs within its support, widened by the
+ * scale when downsampling.  Same arguments and errors. */
+tm_tensor *tm_interpolate_aa(const tm_tensor *x, int dims,
+                             const int64_t *size, const double *scales,
+                             tm_interp_mode mode, bool align_corners);
 
 /* Padding modes of tm_pad_mode. */
 typedef enum tm_padding_mode {

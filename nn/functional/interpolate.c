@@ -87,40 +87,124 @@ static void ip_taps(tm_interp_mode mode, bool sp, int64_t in, int64_t out,
     }
 }
 
+/* Validates x [N, C, *S] (dims spatial dims) and the output sizes. */
+static tm_status ip_check(const char *fn, const tm_tensor *x, int dims,
+                          const int64_t *size)
+{
+    char sx[TM_SHAPE_BUF];
+    if (tm__check_tensor(fn, x, "x")) return tm_last_status();
+    if (dims < 1 || dims > 3 || !size)
+        return tm__errf(TM_EINVAL, fn, "spatial dims must be 1, 2 or 3 and "
+                        "size given, got dims %d", dims);
+    tm__fmt_shape(x->shape, x->ndim, sx, sizeof sx);
+    if (!tm_dtype_is_float(x->dtype))
+        return tm__errf(TM_EDTYPE, fn, "dtype %s is not supported: a float "
+                        "dtype is needed", tm_dtype_name(x->dtype));
+    if (x->ndim != dims + 2)
+        return tm__errf(TM_ESHAPE, fn, "x must be %dD [N, C, *S], got shape "
+                        "%s", dims + 2, sx);
+    for (int i = 0; i < dims; i++)
+        if (x->shape[2 + i] < 1 || size[i] < 1)
+            return tm__errf(TM_ESHAPE, fn, "input and output sizes must be > "
+                            "0, got x %s and output size %lld in spatial dim "
+                            "%d", sx, (long long)size[i], i);
+    return TM_OK;
+}
+
+/* PyTorch's antialiasing filters: the triangle (linear) and the cubic
+ * with A = -0.5 (not the -0.75 of plain bicubic). */
+static double aa_filter(bool cubic, double x)
+{
+    x = fabs(x);
+    if (!cubic) return x < 1 ? 1 - x : 0;
+    return x < 1 ? cc1(x, -0.5) : x < 2 ? cc2(x, -0.5) : 0;
+}
+
+/* The longest antialiased window of one dim (PyTorch's interp_size/2
+ * widened by the scale when downsampling), for sizing the tap arrays. */
+static int64_t aa_taps(bool cubic, double sc)
+{
+    double support = (cubic ? 2.0 : 1.0) * (sc >= 1 ? sc : 1);
+    return (int64_t)ceil(support) * 2 + 1;
+}
+
+/* Antialiased taps of one dim (PyTorch's
+ * _compute_indices_min_size_weights_aa): normalized filter weights over
+ * [xmin, xmin + xsize), padded with zero-weight repeats of xmin to k. */
+static void aa_weights(bool cubic, bool sp, int64_t in, int64_t out,
+                       double s, bool align, int64_t k, int64_t *idx,
+                       double *w)
+{
+    double sc = ip_scale(sp, in, out, s, align);
+    double support = rd(sp, (cubic ? 2.0 : 1.0) * (sc >= 1 ? sc : 1));
+    double inv = sc >= 1 ? rd(sp, 1.0 / sc) : 1;
+    for (int64_t i = 0; i < out; i++) {
+        double center = rd(sp, sc * rd(sp, (double)i + 0.5));
+        int64_t xmin = (int64_t)rd(sp, rd(sp, center - support) + 0.5);
+        int64_t xmax = (int64_t)rd(sp, rd(sp, center + support) + 0.5);
+        if (xmin < 0) xmin = 0;
+        if (xmax > in) xmax = in;
+        double total = 0;
+        for (int64_t j = 0; j < k; j++) {
+            double v = 0;
+            if (j < xmax - xmin)
+                v = rd(sp, aa_filter(cubic, rd(sp, rd(sp, rd(sp,
+                        (double)(j + xmin) - center) + 0.5) * inv)));
+            idx[i * k + j] = j < xmax - xmin ? xmin + j : xmin;
+            w[i * k + j] = v;
+            total = rd(sp, total + v);
+        }
+        if (total != 0)
+            for (int64_t j = 0; j < k; j++)
+                w[i * k + j] = rd(sp, w[i * k + j] / total);
+    }
+}
+
+tm_tensor *tm_interpolate_aa(const tm_tensor *x, int dims,
+                             const int64_t *size, const double *scales,
+                             tm_interp_mode mode, bool align_corners)
+{
+    static const char fn[] = "tm_interpolate_aa";
+    if (mode != TM_INTERP_LINEAR && mode != TM_INTERP_CUBIC) {
+        tm__errf(TM_EINVAL, fn, "antialiasing needs the linear or cubic "
+                 "mode, got %d", (int)mode);
+        return NULL;
+    }
+    if (ip_check(fn, x, dims, size)) return NULL;
+    bool sp = x->dtype != TM_F64, cubic = mode == TM_INTERP_CUBIC;
+    tm_tensor *v = tm_retain((tm_tensor *)x);
+    for (int i = 0; i < dims && v; i++) {
+        int64_t in = x->shape[2 + i], o = size[i];
+        double s = scales ? scales[i] : 0;
+        int64_t k = aa_taps(cubic, ip_scale(sp, in, o, s, align_corners));
+        int64_t *idx = malloc((size_t)(o * k) * sizeof *idx);
+        double *w = malloc((size_t)(o * k) * sizeof *w);
+        tm_tensor *nv = NULL;
+        if (!idx || !w) {
+            tm__errf(TM_ENOMEM, fn, "out of memory for %lld taps",
+                     (long long)(o * k));
+        } else {
+            aa_weights(cubic, sp, in, o, s, align_corners, k, idx, w);
+            nv = tm__resample_dim(v, 2 + i, o, k, idx, w);
+        }
+        free(idx), free(w);
+        tm_free(v);
+        v = nv;
+    }
+    if (!v) tm__relabel_error(fn, tm_last_status());
+    return v;
+}
+
 tm_tensor *tm_interpolate(const tm_tensor *x, int dims, const int64_t *size,
                           const double *scales, tm_interp_mode mode,
                           bool align_corners)
 {
     static const char fn[] = "tm_interpolate";
-    char sx[TM_SHAPE_BUF];
-    if (tm__check_tensor(fn, x, "x")) return NULL;
-    if (dims < 1 || dims > 3 || !size) {
-        tm__errf(TM_EINVAL, fn, "spatial dims must be 1, 2 or 3 and size "
-                 "given, got dims %d", dims);
-        return NULL;
-    }
     if ((unsigned)mode > TM_INTERP_CUBIC) {
         tm__errf(TM_EINVAL, fn, "unknown mode %d", (int)mode);
         return NULL;
     }
-    tm__fmt_shape(x->shape, x->ndim, sx, sizeof sx);
-    if (!tm_dtype_is_float(x->dtype)) {
-        tm__errf(TM_EDTYPE, fn, "dtype %s is not supported: a float dtype "
-                 "is needed", tm_dtype_name(x->dtype));
-        return NULL;
-    }
-    if (x->ndim != dims + 2) {
-        tm__errf(TM_ESHAPE, fn, "x must be %dD [N, C, *S], got shape %s",
-                 dims + 2, sx);
-        return NULL;
-    }
-    for (int i = 0; i < dims; i++)
-        if (x->shape[2 + i] < 1 || size[i] < 1) {
-            tm__errf(TM_ESHAPE, fn, "input and output sizes must be > 0, "
-                     "got x %s and output size %lld in spatial dim %d", sx,
-                     (long long)size[i], i);
-            return NULL;
-        }
+    if (ip_check(fn, x, dims, size)) return NULL;
     bool sp = x->dtype != TM_F64;
     int64_t k = mode == TM_INTERP_CUBIC ? 4 : mode == TM_INTERP_LINEAR ? 2
                                                                        : 1;

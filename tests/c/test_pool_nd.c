@@ -236,6 +236,11 @@ TEST(pool_nd_null_arguments_are_reported)
                                   false), TM_EINVAL, "NULL");
     CHECK_NULL_ERR(tm_pad_mode(NULL, sz, 2, TM_PAD_REFLECT, 0), TM_EINVAL,
                    "NULL");
+    CHECK_NULL_ERR(tm_interpolate_aa(NULL, 1, sz, NULL, TM_INTERP_LINEAR,
+                                     false), TM_EINVAL, "NULL");
+    CHECK_NULL_ERR(tm_interpolate_aa(x, 1, sz, NULL, TM_INTERP_NEAREST,
+                                     false), TM_EINVAL,
+                   "antialiasing needs the linear or cubic mode");
     tm_free(x);
 }
 

@@ -102,10 +102,17 @@ def test_interpolate_errors_match_torch_types(tch):
     raises_like(tch, x, size=3, mode="linear", antialias=True)
 
 
-def test_antialias_is_refused_not_ignored():
-    with pytest.raises(NotImplementedError):
-        FF.interpolate(F.zeros(1, 1, 4, 4), size=2, mode="bilinear",
-                       antialias=True)
+AA_CASES = [dict(size=(4, 5)), dict(size=(20, 6)), dict(scale_factor=0.37),
+            dict(scale_factor=(2.5, 0.5)),
+            dict(size=(4, 5), align_corners=True), dict(size=(3, 30))]
+
+
+@pytest.mark.parametrize("dt", ["float64", "float32"])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", AA_CASES)
+def test_antialias_matches_torch(tch, rng, dt, mode, kw):
+    run(tch, rng.standard_normal((2, 2, 9, 13)).astype(dt), mode=mode,
+        antialias=True, **kw)
 
 
 MODULES = [

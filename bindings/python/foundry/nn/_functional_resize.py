@@ -28,7 +28,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",
     'nearest-exact', 'linear' (3-D), 'bilinear' (4-D), 'bicubic' (4-D),
     'trilinear' (5-D) or 'area' (adaptive average pooling).  A given
     scale_factor is used in the coordinate transform unless
-    recompute_scale_factor.  antialias=True is not implemented.  Mirrors
+    recompute_scale_factor.  antialias=True (bilinear and bicubic)
+    filters over the whole footprint when downsampling.  Mirrors
     torch.nn.functional.interpolate."""
     p = ptr(input, "input")
     if mode in ("nearest", "area", "nearest-exact"):
@@ -77,9 +78,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",
                           input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear and "
                          "bicubic modes and requires a 4-D tensor as input")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not "
-                                  "implemented")
     if not 1 <= dim <= 3 or (mode not in _MODES and mode != "area"):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
@@ -99,8 +97,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",
         return _adaptive_avg(dim, input, out)
     arr, _ = int64_array(out, "size")
     sc = ffi.NULL if scales is None else ffi.new("double[]", scales)
-    return wrap(lib.tm_interpolate(p, dim, arr, sc, _MODES[mode],
-                                   bool(align_corners)))
+    f = lib.tm_interpolate_aa if antialias else lib.tm_interpolate
+    return wrap(f(p, dim, arr, sc, _MODES[mode], bool(align_corners)))
 
 
 _PAD_MODES = {"constant": lib.TM_PAD_CONSTANT, "reflect": lib.TM_PAD_REFLECT,
