@@ -309,3 +309,14 @@ def test_composed_spatial_ops_run_on_the_test_device(test_device, rng):
                     [i.cpu().numpy(), t.grad.cpu().numpy()])
     for got, want in zip(*outs):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_zero_dim_inputs_are_refused_as_torch_refuses_them(tch):
+    tf = tch.nn.functional
+    z = np.zeros(())
+    for fn, args in (("max_pool1d", (1,)), ("avg_pool1d", (1,)),
+                     ("adaptive_avg_pool1d", (1,)),
+                     ("adaptive_max_pool1d", (1,))):
+        raises_like(tch, getattr(FF, fn), getattr(tf, fn), z, *args)
+    raises_like(tch, FF.interpolate, tf.interpolate, z, size=2)
+    raises_like(tch, FF.pad, tf.pad, z, (1, 1), mode="reflect")
