@@ -374,3 +374,49 @@ TEST(integer_max_pooling_is_exact_beyond_2_pow_53)
     CHECK_VALUES(ix, wi, 2, 0, 0);
     tm_free(y0), tm_free(y1), tm_free(ix), tm_free(y), tm_free(x);
 }
+
+/* ------------------------------------------------- out of memory */
+
+/* Every op of this file forward and backward, so each allocation they
+ * make can be failed in turn. */
+static tm_status oom_spatial(void)
+{
+    tm_tensor *t[12] = {0}, *ix = NULL, *iy = NULL;
+    tm_status st = TM_OK;
+    tm_pool_opts o = popt(3, 2, 1, 1, true, false, 0);
+    int64_t sz[2] = {3, 4}, big[2] = {7, 9}, pd[4] = {2, 1, -1, 2};
+    if (!(t[0] = TT_LEAF(7, 1, 2, 5, 6)) ||
+        !(t[1] = tm_max_pool_nd(t[0], 2, &o, &ix)) ||
+        !(t[2] = tm_avg_pool_nd(t[0], 2, &o)) ||
+        !(t[3] = tm_adaptive_avg_pool_nd(t[0], 2, sz)) ||
+        !(t[4] = tm_adaptive_max_pool_nd(t[0], 2, sz, &iy)) ||
+        !(t[5] = tm_max_unpool_nd(t[1], ix, 2, (int64_t[]){5, 6})) ||
+        !(t[6] = tm_interpolate(t[0], 2, big, NULL, TM_INTERP_CUBIC,
+                                false)) ||
+        !(t[7] = tm_pad_mode(t[0], pd, 4, TM_PAD_CIRCULAR, 0)) ||
+        !(t[8] = tm_interpolate_aa(t[0], 2, sz, NULL, TM_INTERP_LINEAR,
+                                   false)))
+        goto fail;
+    tm_tensor *s = NULL;
+    for (int i = 1; i < 9; i++) {
+        tm_tensor *u = tm_sum(t[i], NULL, 0, false);
+        tm_tensor *n = u && s ? tm_add(s, u) : (u ? tm_retain(u) : NULL);
+        tm_free(u), tm_free(s);
+        s = n;
+        if (!s) goto fail;
+    }
+    t[9] = s;
+    st = tm_backward(t[9]);
+    goto done;
+fail:
+    st = tm_last_status();
+done:
+    for (int i = 0; i < 12; i++) tm_free(t[i]);
+    tm_free(ix), tm_free(iy);
+    return st;
+}
+
+TEST(spatial_ops_survive_every_allocation_failure)
+{
+    CHECK_EVERY_ALLOC_FAILURE(oom_spatial, 20);
+}
