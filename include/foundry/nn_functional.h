@@ -137,15 +137,15 @@ typedef struct tm_pool2d_opts {
 } tm_pool2d_opts;
 tm_pool2d_opts tm_pool2d_defaults(void);
 
-/* Max / average over kH x kW windows of each channel:
- *   x [N, C, H, W] -> y [N, C, OH, OW],  OH = (H + 2*padding[0] -
- *   kernel[0]) / stride[0] + 1 (floor; OW likewise).
- * Max pooling pads with -inf, propagates NaN, and sends the gradient to
+/* Max / average over kH x kW windows of each channel: tm_max_pool_nd /
+ * tm_avg_pool_nd (below) with 2 spatial dims, no dilation, floor mode:
+ *   x [N, C, H, W] (or batchless [C, H, W]) -> y [N, C, OH, OW],
+ *   OH = (H + 2*padding[0] - kernel[0]) / stride[0] + 1 (OW likewise).
+ * Max pooling ignores padding, propagates NaN, and sends the gradient to
  * the first maximum of each window (in row-major order).  Average pooling
  * pads with zeros; it divides by kH*kW when count_include_pad, else by
  * the number of window elements inside x.  opts NULL means the defaults.
- * Errors: NULL x, non-float dtype (TM_EDTYPE), x not 4-D or a window
- * larger than the padded input (TM_ESHAPE), bad settings (TM_EINVAL). */
+ * Errors as tm_max_pool_nd's. */
 tm_tensor *tm_max_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 
