@@ -96,11 +96,14 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices);
 
 /* ------------------------------------------------ convolution and pooling
  * PyTorch layouts: images are x [N, C, H, W].  Spatial settings are
- * {height, width} pairs.  Float dtypes only (F16/BF16 compute in F32,
- * F64 in F64); tensors on any one device.  Results are new contiguous
- * tensors of x's
- * dtype; gradients flow to x (and weight, bias) when they require grad
- * ("ConvolutionBackward", "MaxPool2DBackward", "AvgPool2DBackward"). */
+ * {height, width} pairs (the N-d pools: one entry per spatial dim).
+ * Float dtypes (F16/BF16 compute in F32, F64 in F64; the pools also take
+ * integers); tensors on any one device.  Results are new contiguous
+ * tensors of x's dtype; gradients flow to x (and weight, bias) when they
+ * require grad ("ConvolutionBackward", "MaxPool2DBackward",
+ * "AvgPool2DBackward", ...).  The adaptive pools, unpooling, interpolate
+ * and the pad modes are composed of public ops (F16/BF16 then round
+ * after each step, a few ulp from PyTorch's single rounding). */
 
 /* Settings of tm_conv2d; start from tm_conv2d_defaults(). */
 typedef struct tm_conv2d_opts {
