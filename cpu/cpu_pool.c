@@ -1,7 +1,9 @@
 /* cpu_pool.c — the CPU's pool and pool_backward entries (contracts in
  * foundry/backend.h): the window loops of max and average pooling,
  * forward and backward, written once per element type in
- * cpu_pool_tmpl.h.
+ * cpu_pool_tmpl.h; windows with depth, dilation, a divisor override or
+ * past the padded input (ceil mode) take the general loops of
+ * cpu_pool_nd_tmpl.h.
  *
  * Work is split over the thread pool by (n, c) plane: every output
  * element (and, backward, every input plane) has one writer, so results
@@ -54,28 +56,69 @@ static inline double pool_sel_f64(int64_t k, double a, double b)
     return a;
 }
 
+/* One axis of an average window: output o's window clipped to the
+ * padded input (returned: its length, the include_pad divisor's factor)
+ * and to x ([*a, *b)). */
+static inline int64_t pool_axis(int64_t o, int64_t s, int64_t p, int64_t k,
+                                int64_t n, int64_t *a, int64_t *b)
+{
+    int64_t start = o * s - p, end = start + k;
+    if (end > n + p) end = n + p;
+    *a = start < 0 ? 0 : start;
+    *b = end > n ? n : end;
+    return end - start;
+}
+
 #define T float
 #define SUF f32
+#define LOWEST (-INFINITY)
 #include "cpu_pool_tmpl.h"
+#include "cpu_pool_nd_tmpl.h"
 #undef T
 #undef SUF
+#undef LOWEST
 
 #define T double
 #define SUF f64
+#define LOWEST (-INFINITY)
 #include "cpu_pool_tmpl.h"
+#include "cpu_pool_nd_tmpl.h"
 #undef T
 #undef SUF
+#undef LOWEST
+
+/* Integer max pooling: every integer dtype is pooled as I64 (exact). */
+#define T int64_t
+#define SUF i64
+#define LOWEST INT64_MIN
+#define PND_MAX_ONLY
+#include "cpu_pool_nd_tmpl.h"
+#undef PND_MAX_ONLY
+#undef T
+#undef SUF
+#undef LOWEST
 
 /* Runs one of the loops over all planes, at least about 32768 window
  * elements per thread. */
 static void pool_run(const tm_pool_geom *q, tm__range_fn fn, pool_job *jb)
 {
-    int64_t per = q->oh * q->ow * q->kh * q->kw;
+    int64_t per = q->od * q->oh * q->ow * q->kd * q->kh * q->kw;
     int64_t grain = 32768 / (per > 0 ? per : 1);
     tm__parallel_for(q->planes, grain > 0 ? grain : 1, fn, jb);
 }
 
-/* x is (P, H, W), y and argmax are (P, OH, OW): y = the window's max (NaN
+/* Whether the 2-D loops of cpu_pool_tmpl.h serve q: no depth, dilation
+ * or divisor override, and every window inside the padded input. */
+static bool pool_plain(const tm_pool_geom *q)
+{
+    return q->d == 1 && q->od == 1 && q->kd == 1 && q->dh == 1 &&
+           q->dw == 1 && q->divisor == 0 &&
+           (q->oh - 1) * q->sh + q->kh <= q->h + 2 * q->ph &&
+           (q->ow - 1) * q->sw + q->kw <= q->w + 2 * q->pw;
+}
+
+/* x is (P, D, H, W), y and argmax are (P, OD, OH, OW), F32, F64 or (max
+ * only) I64: y = the window's max (NaN
  * if the window holds one: the last NaN's index is kept), argmax = its
  * flat index yy*W + xx within the plane; or (is_max false) y = the
  * window's sum / divisor. */
@@ -85,16 +128,25 @@ tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
     (void)ctx;
     bool f64 = y->dtype == TM_F64;
     pool_job jb = {q, tm__ptr(x), tm__ptr(y), NULL, NULL};
-    if (is_max) {
+    bool plain = pool_plain(q);
+    if (is_max && y->dtype == TM_I64) {
         jb.argmax = tm__ptr(argmax);
-        pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);
-    } else {
+        pool_run(q, pool_nd_max_i64, &jb);
+    } else if (is_max) {
+        jb.argmax = tm__ptr(argmax);
+        if (plain)
+            pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);
+        else
+            pool_run(q, f64 ? pool_nd_max_f64 : pool_nd_max_f32, &jb);
+    } else if (plain) {
         pool_run(q, f64 ? pool_avg_f64 : pool_avg_f32, &jb);
+    } else {
+        pool_run(q, f64 ? pool_nd_avg_f64 : pool_nd_avg_f32, &jb);
     }
     return TM_OK;
 }
 
-/* g and argmax are (P, OH, OW), dx is (P, H, W): dx is zeroed, then max
+/* g and argmax are (P, OD, OH, OW), dx is (P, D, H, W): dx is zeroed, then max
  * pooling adds g[p, l] at dx[p, argmax[p, l]] in order of l, and average
  * pooling gives every x of the window of (oy, ox) g[oy, ox] / divisor,
  * outputs in row-major order. */
@@ -104,16 +156,25 @@ tm_status tm__cpu_pool_backward(tm_ctx *ctx, const tm_buf *dx,
 {
     (void)ctx;
     bool f64 = dx->dtype == TM_F64;
-    if (q->planes * q->h * q->w > 0)
-        memset(tm__ptr(dx), 0,
-               (size_t)(q->planes * q->h * q->w) * tm_dtype_size(dx->dtype));
+    int64_t n = q->planes * q->d * q->h * q->w;
+    if (n > 0)
+        memset(tm__ptr(dx), 0, (size_t)n * tm_dtype_size(dx->dtype));
     pool_job jb = {q, tm__ptr(g), tm__ptr(dx), NULL, NULL};
+    bool plain = pool_plain(q);
     if (is_max) {
         jb.argmax_in = tm__ptr(argmax);
-        pool_run(q, f64 ? pool_max_backward_f64 : pool_max_backward_f32,
+        if (plain)
+            pool_run(q, f64 ? pool_max_backward_f64 : pool_max_backward_f32,
+                     &jb);
+        else
+            pool_run(q,
+                     f64 ? pool_nd_max_backward_f64 : pool_nd_max_backward_f32,
+                     &jb);
+    } else if (plain) {
+        pool_run(q, f64 ? pool_avg_backward_f64 : pool_avg_backward_f32,
                  &jb);
     } else {
-        pool_run(q, f64 ? pool_avg_backward_f64 : pool_avg_backward_f32,
+        pool_run(q, f64 ? pool_nd_avg_backward_f64 : pool_nd_avg_backward_f32,
                  &jb);
     }
     return TM_OK;

@@ -143,14 +143,22 @@ typedef struct tm_conv_geom {
                                        padding, dilation */
 } tm_conv_geom;
 
-/* One 2-D pooling: x is (P, H, W) with P = N*C planes, y (P, OH, OW);
- * window KH x KW at stride (SH, SW) over x padded by (PH, PW), clipped to
- * x.  Average pooling divides by KH*KW (include_pad) or by the clipped
- * window's size. */
+/* One pooling over 1 to 3 spatial dims: x is (P, D, H, W) with P = N*C
+ * planes, y (P, OD, OH, OW); window KD x KH x KW at stride (SD, SH, SW)
+ * over x padded by (PD, PH, PW), taps spaced by the dilation (DD, DH,
+ * DW), clipped to x.  The window of output (oz, oy, ox) starts at
+ * (oz*SD - PD, oy*SH - PH, ox*SW - PW); with ceil mode the last one may
+ * run past the padded input.  Average pooling (dilation 1) divides by
+ * divisor when it is > 0, else by the window clipped to the padded input
+ * (include_pad) or to x.  A 2-D pooling has d = od = kd = sd = dd = 1,
+ * pd = 0, dh = dw = 1, divisor = 0. */
 typedef struct tm_pool_geom {
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw;
     bool include_pad;
+    int64_t d, od, kd, sd, pd; /* depth: size, output, kernel, stride, pad */
+    int64_t dd, dh, dw;        /* dilation (max pooling) */
+    int64_t divisor;           /* average pooling: > 0 overrides */
 } tm_pool_geom;
 
 typedef enum tm_loss_kind {
@@ -370,8 +378,10 @@ typedef struct tm_backend {
                                const tm_buf *dweight, const tm_buf *dbias,
                                const tm_buf *g, const tm_buf *x,
                                const tm_buf *weight, const tm_conv_geom *q);
-    /* Max pooling (is_max; argmax I64 (P, OH, OW) = the flat index
-     * yy*W + xx of the max within its plane, the last NaN winning) or
+    /* y and x are F32 or F64, or I64 for max pooling of integers.
+     * Max pooling (is_max; argmax I64 (P, OD, OH, OW) = the flat index
+     * (zz*H + yy)*W + xx of the max within its plane, the first maximum
+     * and the last NaN winning) or
      * average pooling (argmax absent). */
     tm_status (*pool)(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
                       const tm_buf *x, const tm_pool_geom *q, bool is_max);

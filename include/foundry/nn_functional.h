@@ -98,11 +98,14 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices);
 
 /* ------------------------------------------------ convolution and pooling
  * PyTorch layouts: images are x [N, C, H, W].  Spatial settings are
- * {height, width} pairs.  Float dtypes only (F16/BF16 compute in F32,
- * F64 in F64); tensors on any one device.  Results are new contiguous
- * tensors of x's
- * dtype; gradients flow to x (and weight, bias) when they require grad
- * ("ConvolutionBackward", "MaxPool2DBackward", "AvgPool2DBackward"). */
+ * {height, width} pairs (the N-d pools: one entry per spatial dim).
+ * Float dtypes (F16/BF16 compute in F32, F64 in F64; the pools also take
+ * integers); tensors on any one device.  Results are new contiguous
+ * tensors of x's dtype; gradients flow to x (and weight, bias) when they
+ * require grad ("ConvolutionBackward", "MaxPool2DBackward",
+ * "AvgPool2DBackward", ...).  The adaptive pools, unpooling, interpolate
+ * and the pad modes are composed of public ops (F16/BF16 then round
+ * after each step, a few ulp from PyTorch's single rounding). */
 
 /* Settings of tm_conv2d; start from tm_conv2d_defaults(). */
 typedef struct tm_conv2d_opts {
@@ -216,15 +219,15 @@ typedef struct tm_pool2d_opts {
 } tm_pool2d_opts;
 tm_pool2d_opts tm_pool2d_defaults(void);
 
-/* Max / average over kH x kW windows of each channel:
- *   x [N, C, H, W] -> y [N, C, OH, OW],  OH = (H + 2*padding[0] -
- *   kernel[0]) / stride[0] + 1 (floor; OW likewise).
- * Max pooling pads with -inf, propagates NaN, and sends the gradient to
+/* Max / average over kH x kW windows of each channel: tm_max_pool_nd /
+ * tm_avg_pool_nd (below) with 2 spatial dims, no dilation, floor mode:
+ *   x [N, C, H, W] (or batchless [C, H, W]) -> y [N, C, OH, OW],
+ *   OH = (H + 2*padding[0] - kernel[0]) / stride[0] + 1 (OW likewise).
+ * Max pooling ignores padding, propagates NaN, and sends the gradient to
  * the first maximum of each window (in row-major order).  Average pooling
  * pads with zeros; it divides by kH*kW when count_include_pad, else by
  * the number of window elements inside x.  opts NULL means the defaults.
- * Errors: NULL x, non-float dtype (TM_EDTYPE), x not 4-D or a window
- * larger than the padded input (TM_ESHAPE), bad settings (TM_EINVAL). */
+ * Errors as tm_max_pool_nd's. */
 tm_tensor *tm_max_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 tm_tensor *tm_avg_pool2d(const tm_tensor *x, const tm_pool2d_opts *opts);
 
@@ -384,6 +387,123 @@ tm_fold_opts tm_fold_defaults(void);
 tm_tensor *tm_im2col(const tm_tensor *x, const tm_fold_opts *opts);
 tm_tensor *tm_col2im(const tm_tensor *x, const int64_t *output_size,
                      const tm_fold_opts *opts);
+/* Settings of the pools over 1 to 3 spatial dims (entry i is spatial dim
+ * i; entries past the pooled dims are ignored); start from
+ * tm_pool_defaults() and set the kernel. */
+typedef struct tm_pool_opts {
+    int64_t kernel[3];   /* window, >= 1; default 2 */
+    int64_t stride[3];   /* >= 1, or 0 for "the kernel size" (default) */
+    int64_t padding[3];  /* each side, >= 0, at most half the kernel;
+                            default 0 */
+    int64_t dilation[3]; /* max only: spacing of taps, >= 1; default 1 */
+    bool ceil_mode;      /* round the window count up (the last window
+                            must start inside x or its left padding);
+                            default false */
+    bool count_include_pad;   /* avg only; default true */
+    int64_t divisor_override; /* avg only: > 0 divides every window by it;
+                                 0 (default) for none */
+} tm_pool_opts;
+tm_pool_opts tm_pool_defaults(void);
+
+/* Max / average pooling over the last `dims` (1, 2 or 3) dims of x
+ * [N, C, *S] or batchless [C, *S], as torch.nn.functional.max_poolNd /
+ * avg_poolNd: per spatial dim, the output size is
+ *   floor-or-ceil((S + 2*padding - dilation*(kernel-1) - 1) / stride) + 1
+ * less one in ceil mode when the last window would start past the input
+ * and its left padding.  Max pooling ignores padding, keeps the first
+ * maximum of each window (a NaN wins), and with indices non-NULL returns
+ * in *indices (a new reference, I64, y's shape) the flat index of each
+ * maximum within its (C-)plane, (z*H + y)*W + x.  Average pooling
+ * divides by divisor_override, else by the window clipped to the padded
+ * input (count_include_pad) or to x.  Float dtypes (F16/BF16 in F32) are
+ * differentiable ("MaxPool<dims>DBackward", "AvgPool<dims>DBackward");
+ * integer maxima are exact (computed in I64); integer averages compute
+ * in F64 (exact while window sums stay below 2^53) and truncate toward
+ * zero, as PyTorch's.  Returns a new reference.  Errors:
+ * NULL x, BOOL or quantized dtype (TM_EDTYPE); x of another rank, an
+ * empty non-batch dim, or an output size below 1 (TM_ESHAPE); bad
+ * settings (TM_EINVAL). */
+tm_tensor *tm_max_pool_nd(const tm_tensor *x, int dims,
+                          const tm_pool_opts *opts, tm_tensor **indices);
+tm_tensor *tm_avg_pool_nd(const tm_tensor *x, int dims,
+                          const tm_pool_opts *opts);
+
+/* Adaptive pooling over the last `dims` (1 to 3) dims of float x
+ * [N, C, *S] or [C, *S] to output_size[dims] (a negative entry keeps
+ * that dim's size; 0 gives an empty result), as
+ * torch.nn.functional.adaptive_{avg,max}_poolNd: output i of a dim of
+ * length L covers [floor(i*L/O), ceil((i+1)*L/O)).  The max keeps the
+ * first maximum in row-major order and, with indices non-NULL, returns
+ * in *indices (a new reference, I64) its flat index within the plane.
+ * Composed of public ops (differentiable through them).  Returns a new
+ * reference.  Errors: NULL x or output_size (TM_EINVAL), non-float dtype
+ * (TM_EDTYPE), another rank or an empty non-batch dim (TM_ESHAPE). */
+tm_tensor *tm_adaptive_avg_pool_nd(const tm_tensor *x, int dims,
+                                   const int64_t *output_size);
+tm_tensor *tm_adaptive_max_pool_nd(const tm_tensor *x, int dims,
+                                   const int64_t *output_size,
+                                   tm_tensor **indices);
+
+/* Max unpooling, as torch.nn.functional.max_unpoolNd: float x and I64
+ * indices of one shape [N, C, *S] or [C, *S] (S: `dims` dims) -> zeros
+ * of [N, C, *output_size] (or [C, *output_size]) holding x at the flat
+ * plane indices (a repeated index keeps the last value in row-major
+ * order).  Reads the indices' range (a host synchronization point).
+ * Differentiable in x.  Returns a new reference.  Errors: NULL tensors,
+ * a negative output size (TM_EINVAL); x not float or indices not I64
+ * (TM_EDTYPE); ranks or shapes that differ (TM_ESHAPE); an index outside
+ * [0, prod(output_size)) (TM_ERANGE). */
+tm_tensor *tm_max_unpool_nd(const tm_tensor *x, const tm_tensor *indices,
+                            int dims, const int64_t *output_size);
+
+/* Interpolation modes of tm_interpolate. */
+typedef enum tm_interp_mode {
+    TM_INTERP_NEAREST = 0,       /* PyTorch's "nearest" (floor(i*scale)) */
+    TM_INTERP_NEAREST_EXACT = 1, /* "nearest-exact" (floor((i+.5)*scale)) */
+    TM_INTERP_LINEAR = 2,        /* linear / bilinear / trilinear */
+    TM_INTERP_CUBIC = 3          /* bicubic, A = -0.75, border clamped */
+} tm_interp_mode;
+
+/* Resamples float x [N, C, *S] (S: `dims` = 1 to 3 dims) to
+ * [N, C, *size], as torch.nn.functional.interpolate: scales (NULL, or
+ * one per dim; entries <= 0 mean none) is the scale_factor PyTorch uses
+ * in the coordinate transform (1/scale instead of in/out) unless
+ * align_corners, which maps corner pixel centres onto each other (linear
+ * and cubic only; ignored by the nearest modes).  Composed of public ops
+ * (differentiable through them).  Returns a new reference.  Errors: NULL
+ * x or size, bad mode or dims (TM_EINVAL); non-float dtype (TM_EDTYPE);
+ * x not (dims+2)-D, an input or output size below 1 (TM_ESHAPE). */
+tm_tensor *tm_interpolate(const tm_tensor *x, int dims, const int64_t *size,
+                          const double *scales, tm_interp_mode mode,
+                          bool align_corners);
+/* tm_interpolate with antialias=True (linear or cubic mode), as
+ * PyTorch's: each output is a normalized filter (the triangle, or the
+ * cubic with A = -0.5) over the inputs within its support, widened by the
+ * scale when downsampling.  Same arguments and errors. */
+tm_tensor *tm_interpolate_aa(const tm_tensor *x, int dims,
+                             const int64_t *size, const double *scales,
+                             tm_interp_mode mode, bool align_corners);
+
+/* Padding modes of tm_pad_mode. */
+typedef enum tm_padding_mode {
+    TM_PAD_CONSTANT = 0,  /* value outside (tm_pad) */
+    TM_PAD_REFLECT = 1,   /* mirror without repeating the edge */
+    TM_PAD_REPLICATE = 2, /* repeat the edge */
+    TM_PAD_CIRCULAR = 3   /* wrap around */
+} tm_padding_mode;
+
+/* torch.nn.functional.pad: pad[0], pad[1] are the (before, after)
+ * amounts of the last dim, pad[2], pad[3] of the one before, ...;
+ * negative amounts crop.  Constant mode is tm_pad (any rank).  The other
+ * modes pad the last npad/2 (1 to 3) dims of a (npad/2 + 1)-D or
+ * (npad/2 + 2)-D (batch mode) t of any dtype; reflect needs each amount
+ * below its dim's size, circular at most that size; dims other than the
+ * batch dim must be non-empty (circular: the padded dims).
+ * Differentiable (through index_select).  Returns a new reference.
+ * Errors: NULL t, a bad mode, bad amounts (TM_EINVAL); another rank or
+ * an empty dim (TM_ESHAPE). */
+tm_tensor *tm_pad_mode(const tm_tensor *t, const int64_t *pad, int npad,
+                       tm_padding_mode mode, double value);
 
 #ifdef __cplusplus
 }

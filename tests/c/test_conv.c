@@ -600,26 +600,26 @@ TEST(conv2d_errors_name_the_problem)
 TEST(pool2d_errors_name_the_problem)
 {
     tm_tensor *x = tm_zeros((int64_t[]){1, 2, 4, 4}, 4, TM_F64);
-    tm_tensor *x3 = tm_zeros((int64_t[]){2, 4, 4}, 3, TM_F64);
-    tm_tensor *xi = tm_zeros((int64_t[]){1, 2, 4, 4}, 4, TM_I64);
-    REQUIRE(x && x3 && xi);
+    tm_tensor *x2 = tm_zeros((int64_t[]){4, 4}, 2, TM_F64);
+    tm_tensor *xb = tm_zeros((int64_t[]){1, 2, 4, 4}, 4, TM_BOOL);
+    REQUIRE(x && x2 && xb);
     CHECK_NULL_ERR(tm_max_pool2d(NULL, NULL), TM_EINVAL, "tm_max_pool2d");
-    CHECK_NULL_ERR(tm_avg_pool2d(xi, NULL), TM_EDTYPE,
-                   "tm_avg_pool2d: dtype i64 is not supported");
-    CHECK_NULL_ERR(tm_max_pool2d(x3, NULL), TM_ESHAPE,
-                   "x must be [N,C,H,W], got shape [2,4,4]");
+    CHECK_NULL_ERR(tm_avg_pool2d(xb, NULL), TM_EDTYPE,
+                   "tm_avg_pool2d: dtype bool is not supported");
+    CHECK_NULL_ERR(tm_max_pool2d(x2, NULL), TM_ESHAPE,
+                   "x must be 3D or 4D (batch mode), got shape [4,4]");
     tm_pool2d_opts o = popts(5, 2, 0, 0, 0, 0, true);
     CHECK_NULL_ERR(tm_avg_pool2d(x, &o), TM_ESHAPE,
-                   "kernel 5x2 does not fit the padded input 4x4");
+                   "spatial dim 0 of size 4 gives output size 0");
     o = popts(3, 3, 1, 1, 2, 0, true);
     CHECK_NULL_ERR(tm_max_pool2d(x, &o), TM_EINVAL,
-                   "padding {2,0} must be >= 0 and at most half of the "
-                   "kernel {3,3}");
+                   "padding 2 of spatial dim 0 must be >= 0 and at most "
+                   "half of the kernel size 3");
     o = popts(0, 3, 1, 1, 0, 0, true);
     CHECK_NULL_ERR(tm_max_pool2d(x, &o), TM_EINVAL, "kernel must be >= 1");
     o = popts(2, 2, -1, 1, 0, 0, true);
     CHECK_NULL_ERR(tm_avg_pool2d(x, &o), TM_EINVAL, "stride must be >= 1");
-    tm_free(x), tm_free(x3), tm_free(xi);
+    tm_free(x), tm_free(x2), tm_free(xb);
 }
 
 /* --------------------------------------------------- out of memory */

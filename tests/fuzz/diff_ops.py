@@ -39,9 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ftm import (ACT, ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E402
                  NULL, RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
-                 promote, ref_activation, ref_binary, ref_reduce, ref_scan,
-                 ref_scatter_reduce, ref_sort, ref_unary,
-                 scalar_wrap, tensors)
+                 promote, ref_activation, ref_binary, ref_max_pool1d,
+                 ref_pad_mode, ref_reduce, ref_scan, ref_scatter_reduce,
+                 ref_sort, ref_unary, scalar_wrap, tensors)
 from diff_conv import t_conv  # noqa: E402
 from diff_reorder import t_reorder  # noqa: E402
 
@@ -854,6 +854,62 @@ def t_scan(ctx):
     outcheck(ctx, h, want, od, "tm_" + op, rt, at)
 
 
+# ------------------------------------------------------------ spatial
+
+def t_spatial(ctx):
+    """tm_pad_mode (reflect / replicate / circular, every dtype) and
+    tm_max_pool_nd over one dim (values and indices), exact."""
+    rng = ctx.rng
+    dt = rdt(rng)
+    op = str(rng.choice(["pad", "max_pool1d"]))
+    if op == "pad":
+        mode = str(rng.choice(["reflect", "replicate", "circular"]))
+        k = int(rng.integers(1, 4))
+        nd = k + int(rng.integers(0, 3))  # k-1 (an error), k+1 or k+2 dims
+        sh = [int(rng.integers(1, 6)) for _ in range(nd)]
+        pad = [int(rng.integers(-2, 5)) for _ in range(2 * k)]
+        x = ctx.node(sh, dt)
+        ctx.log.append(f"x: {x.describe()}\n  mode={mode} pad={pad}")
+        code = {"reflect": lib.TM_PAD_REFLECT,
+                "replicate": lib.TM_PAD_REPLICATE,
+                "circular": lib.TM_PAD_CIRCULAR}[mode]
+        h = ctx.lib.tm_pad_mode(x.t, i64s(pad), 2 * k, code, 0.0)
+        ok = nd in (k + 1, k + 2)
+        for i in range(k):
+            n, a, b = sh[nd - 1 - i] if ok else 1, pad[2 * i], pad[2 * i + 1]
+            ok = ok and n + a + b >= 1 and not (
+                mode == "reflect" and (a >= n or b >= n)) and not (
+                mode == "circular" and (a > n or b > n or
+                                        n - max(-a, 0) - max(-b, 0) < 1))
+        if not ok:
+            ctx.own(h)
+            return ctx.expect_fail(h, "tm_pad_mode")
+        return outcheck(ctx, h, ref_pad_mode(x.v, pad, mode), dt,
+                        "tm_pad_mode")
+    if dt == "bool":
+        dt = "i32"
+    sh = [int(rng.integers(0, 3)), int(rng.integers(1, 4)),
+          int(rng.integers(1, 12))]
+    k, s = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    p, d = int(rng.integers(0, k // 2 + 1)), int(rng.integers(1, 3))
+    ceil = bool(rng.random() < 0.5)
+    x = ctx.node(sh, dt)
+    ctx.log.append(f"x: {x.describe()}\n  k={k} s={s} p={p} d={d} "
+                   f"ceil={ceil}")
+    o = lib.tm_pool_defaults()
+    o.kernel[0], o.stride[0], o.padding[0], o.dilation[0] = k, s, p, d
+    o.ceil_mode = ceil
+    io = ffi.new("tm_tensor **")
+    h = ctx.lib.tm_max_pool_nd(x.t, 1, ffi.new("tm_pool_opts *", o), io)
+    vals, idx, n_out = ref_max_pool1d(x.v, k, s, p, d, ceil)
+    if n_out < 1:
+        ctx.own(h)
+        ctx.own(io[0])
+        return ctx.expect_fail(h, "tm_max_pool_nd")
+    outcheck(ctx, h, vals, dt, "tm_max_pool_nd values")
+    outcheck(ctx, io[0], idx, "i64", "tm_max_pool_nd indices")
+
+
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
             "clamp": (t_clamp, 1), "reduce": (t_reduce, 4), "argcum": (t_argcum, 2),
             "matmul": (t_matmul, 2), "index": (t_index, 3), "shape": (t_shape, 4),
@@ -863,6 +919,7 @@ FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1
             "activation": (t_activation, 2),
             "scatter_reduce": (t_scatter_reduce, 1),
             "reorder": (t_reorder, 3),
+            "spatial": (t_spatial, 2),
             }
 
 

@@ -789,3 +789,57 @@ def ref_scatter_reduce(xv, d, iv, sv, kind, include_self, dt):
         else:
             want[tgt] = int(want[tgt]) // c
     return want, 0.0
+# ------------------------------------------------------ spatial ops
+
+def ref_pad_mode(v, pad, mode):
+    """torch.nn.functional.pad's reflect / replicate / circular on numpy
+    (np.pad's reflect / edge / wrap, with negative amounts cropping:
+    after padding for reflect and replicate, before it for circular)."""
+    for i in range(len(pad) // 2):
+        ax = v.ndim - 1 - i
+        a, b = pad[2 * i], pad[2 * i + 1]
+        n = v.shape[ax]
+        if mode == "circular":
+            v = np.take(v, range(max(-a, 0), n - max(-b, 0)), axis=ax)
+        widths = [(0, 0)] * v.ndim
+        widths[ax] = (max(a, 0), max(b, 0))
+        v = np.pad(v, widths, {"reflect": "reflect", "replicate": "edge",
+                               "circular": "wrap"}[mode])
+        if mode != "circular":
+            m = v.shape[ax]
+            v = np.take(v, range(max(-a, 0), m - max(-b, 0)), axis=ax)
+    return v
+
+
+def ref_max_pool1d(v, k, s, p, d, ceil):
+    """max_pool1d over the last dim of v (floats: NaN wins, padding
+    ignored) with PyTorch's output size; (values, indices)."""
+    n = v.shape[-1]
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)
+    o = num // s + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    vals = np.zeros(v.shape[:-1] + (max(o, 0),), v.dtype)
+    idx = np.zeros(vals.shape, np.int64)
+    if v.size == 0:
+        return vals, idx, o
+    for j in range(max(o, 0)):
+        taps = [t for t in (j * s - p + q * d for q in range(k))
+                if 0 <= t < n]
+        if not taps:  # all of a dilated window in the padding
+            vals[..., j] = -np.inf if v.dtype.kind == "f" else \
+                np.iinfo(v.dtype).min
+            continue
+        w = v[..., taps]
+        if v.dtype.kind == "f":
+            key = np.where(np.isnan(w), np.inf, w)
+            # the first maximum, or the last NaN
+            last_nan = w.shape[-1] - 1 - np.argmax(np.isnan(w)[..., ::-1],
+                                                    axis=-1)
+            arg = np.where(np.isnan(w).any(-1), last_nan,
+                           np.argmax(key, axis=-1))
+        else:
+            arg = np.argmax(w, axis=-1)
+        vals[..., j] = np.take_along_axis(w, arg[..., None], -1)[..., 0]
+        idx[..., j] = np.asarray(taps)[arg]
+    return vals, idx, o

@@ -13,6 +13,9 @@ from . import _layers_act, _layers_loss
 from ._layers_act import *  # noqa: F401,F403
 from ._layers_loss import *  # noqa: F401,F403
 from ._layers_fold import Unfold, Fold
+from . import _layers_pool, _layers_resize
+from ._layers_pool import *  # noqa: F401,F403
+from ._layers_resize import *  # noqa: F401,F403
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -23,4 +26,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
            "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "Unfold", "Fold"]
-__all__ += _layers_act.__all__ + _layers_loss.__all__
+__all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
+            + _layers_resize.__all__)

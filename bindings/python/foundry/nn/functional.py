@@ -12,13 +12,15 @@ which the library cannot do; pass inplace=False).
 import operator
 
 from .. import _c
-from .._base import int64_array, ptr, wrap
+from .._base import ptr, wrap
 from .._c import check, ffi, lib
 from .._random import with_rng
 from .._tensor import Tensor
 from ._functional_conv import (conv1d, conv2d, conv3d,  # noqa: F401
                                conv_transpose1d, conv_transpose2d,
                                conv_transpose3d)
+from ._functional_pool import *  # noqa: F401,F403
+from ._functional_resize import *  # noqa: F401,F403
 
 def _opt(t, what):
     return ffi.NULL if t is None else ptr(t, what)
@@ -218,44 +220,6 @@ def one_hot(tensor, num_classes=-1):
                                operator.index(num_classes)))
 
 
-def pad(input, pad, mode="constant", value=0.0):
-    """Pads with value: pad[0], pad[1] are the (before, after) amounts of
-    the last dim, pad[2], pad[3] of the one before, ...; negative amounts
-    crop.  Only mode="constant" (NotImplementedError otherwise).  Mirrors
-    torch.nn.functional.pad."""
-    if mode != "constant":
-        raise NotImplementedError(f"pad mode {mode!r}; only 'constant'")
-    arr, n = int64_array(pad, "pad")
-    return wrap(lib.tm_pad(ptr(input, "input"), arr, n,
-                           0.0 if value is None else float(value)))
-
-
-def _pool_opts(kernel_size, stride, padding, count_include_pad=True):
-    o = lib.tm_pool2d_defaults()
-    o.kernel = _pair(kernel_size, "kernel_size")
-    o.stride = [0, 0] if stride is None or stride == [] else \
-        _pair(stride, "stride")
-    o.padding = _pair(padding, "padding")
-    o.count_include_pad = bool(count_include_pad)
-    return ffi.new("tm_pool2d_opts *", o)
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0):
-    """The maximum over kernel_size windows of input [N, C, H, W]; stride
-    defaults to kernel_size.  Mirrors torch.nn.functional.max_pool2d
-    (without dilation, ceil_mode and return_indices)."""
-    return wrap(lib.tm_max_pool2d(ptr(input, "input"),
-                                  _pool_opts(kernel_size, stride, padding)))
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0,
-               count_include_pad=True):
-    """The mean over kernel_size windows of input [N, C, H, W]; stride
-    defaults to kernel_size; count_include_pad counts padding in the
-    divisor.  Mirrors torch.nn.functional.avg_pool2d (without ceil_mode
-    and divisor_override)."""
-    return wrap(lib.tm_avg_pool2d(ptr(input, "input"), _pool_opts(
-        kernel_size, stride, padding, count_include_pad)))
 
 
 # ----------------------------------------------------------------- losses

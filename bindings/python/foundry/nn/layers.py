@@ -9,6 +9,8 @@ from . import functional as F
 from . import init
 from .module import Module, Parameter
 from ._layers_conv import Conv2d  # noqa: F401  (moved there)
+from ._layers_pool import *  # noqa: F401,F403
+from ._layers_resize import *  # noqa: F401,F403
 
 
 def _dt(dtype):
@@ -129,29 +131,6 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, \
-            padding
-
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}")
-
-
-class AvgPool2d(MaxPool2d):
-    def __init__(self, kernel_size, stride=None, padding=0,
-                 count_include_pad=True):
-        super().__init__(kernel_size, stride, padding)
-        self.count_include_pad = count_include_pad
-
-    def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            self.count_include_pad)
 
 
 class Flatten(Module):
