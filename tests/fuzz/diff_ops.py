@@ -36,50 +36,17 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ftm import (ACT, ALL, BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E402
+from ftm import (BIN, BIN_OP, CODE, FLOATS, INTS, KEEP, NP,  # noqa: E402
                  NULL, RED, RED_OP, ULP, UN, UN_OP, Ctx, Mismatch, bin_tol,
                  can_cast, cast, compare, ffi, i64s, ints, lib, mem_stats,
-                 promote, ref_activation, ref_binary, ref_max_pool1d,
-                 ref_pad_mode, ref_reduce, ref_scan, ref_scatter_reduce,
-                 ref_sort, ref_unary, scalar_wrap, tensors)
+                 promote, ref_binary, ref_reduce, ref_sort, ref_unary,
+                 scalar_wrap, tensors)
+from diff_common import (bcast_partner, ctx_node_from, index_node,  # noqa: E402
+                         outcheck, rdt, rshape)
 from diff_conv import t_conv  # noqa: E402
+from diff_nn import t_activation, t_spatial  # noqa: E402
 from diff_reorder import t_reorder  # noqa: E402
-
-
-def rdt(rng, pool=ALL):
-    return str(rng.choice(pool))
-
-
-def rshape(ctx, nd=None, lo=0):
-    rng = ctx.rng
-    if nd is None:
-        nd = int(rng.choice([0, 1, 2, 2, 3, 3, 4]))
-    if ctx.big_ok and rng.random() < 0.04:
-        s = [int(rng.choice([1, 2, 300])) for _ in range(max(nd, 2) - 1)] + [300]
-        return [min(d, 3) for d in s[:-2]] + s[-2:]  # at most 90000 elements
-    return [1 if rng.random() < 0.15 else int(rng.integers(lo, 7)) for _ in range(nd)]
-
-
-def bcast_partner(ctx, shape):
-    """A shape that broadcasts to `shape` (some dims 1, maybe fewer)."""
-    rng = ctx.rng
-    s = [1 if rng.random() < 0.25 else d for d in shape]
-    return s[int(rng.integers(0, len(s) + 1)):] if rng.random() < 0.3 else s
-
-
-def outcheck(ctx, h, want, wdt, what, rtol=0.0, atol=0.0):
-    ctx.check(h, what)
-    got, gdt = ctx.to_np(h)
-    if gdt != wdt:
-        raise Mismatch(f"{what}: dtype {gdt}, expected {wdt}")
-    msg = compare(got, np.asarray(want), rtol, atol)
-    if msg:
-        raise Mismatch(f"{what}: {msg}\n  expected={fmt(want)}\n  got     ={fmt(got)}")
-    return got
-
-
-def fmt(a):
-    return np.array2string(np.asarray(a).ravel(), threshold=60, max_line_width=150)
+from diff_scan import t_scan, t_scatter_reduce  # noqa: E402
 
 
 def root_check(ctx, node, newview_vals, what):
@@ -103,13 +70,6 @@ def bin_values(ctx, op, dt, shape, role):
         fix = np.abs(n.v.astype(np.int64)) if op == "pow" else np.where(n.v == 0, 1, n.v)
         return ctx_node_from(ctx, fix.astype(NP[dt]), dt)
     return n
-
-
-def ctx_node_from(ctx, v, dt):
-    from ftm import Node
-    v = np.array(v, order="C")
-    h = ctx.from_np(v, dt)
-    return Node(h, v, h, v, [], dt)
 
 
 def t_binary(ctx):
@@ -248,35 +208,6 @@ def t_unary(ctx):
         ctx.own(h)
         return ctx.expect_fail(h, call)
     outcheck(ctx, h, want, od, call, rt, at)
-
-
-# ------------------------------------------------------------ activations
-
-def t_activation(ctx):
-    """One activation of nn_functional.h on a random layout.  Tolerance:
-    the compositions round once per step (up to five steps, F16/BF16
-    intermediates included), so 16 ulp of the dtype relative, plus 16 ulp
-    of |x| absolute for results that cancel (tanhshrink, softshrink and
-    hardswish near their zeros)."""
-    rng = ctx.rng
-    op = str(rng.choice(sorted(ACT)))
-    ps = [float(rng.choice(c)) for c in ACT[op]]
-    if op == "rrelu" and ps[0] > ps[1]:
-        ps.reverse()
-    dt = rdt(rng)
-    a = ctx.node(rshape(ctx), dt)
-    ctx.log.append(f"a: {a.describe()}")
-    call = f"tm_{op}({', '.join(map(str, ps))})"
-    args = ps + ([False, NULL] if op == "rrelu" else [])
-    h = getattr(ctx.lib, f"tm_{op}")(a.t, *args)
-    try:
-        want, od = ref_activation(op, a.v, dt, ps)
-    except ValueError:
-        ctx.own(h)
-        return ctx.expect_fail(h, call)
-    u = 16 * ULP[od]
-    at = u * np.abs(a.v.astype(np.float64)) + (1e-300 if od == "f64" else 1e-37)
-    outcheck(ctx, h, want, od, call, u, at)
 
 
 # ------------------------------------------------------------ where / clamp
@@ -477,14 +408,6 @@ def t_matmul(ctx):
 
 # ------------------------------------------------------------ indexing
 
-def index_node(ctx, shape, size, bad=0.03):
-    rng = ctx.rng
-    v = rng.integers(-size, size, shape) if size > 0 else np.zeros(shape, np.int64)
-    if rng.random() < bad and v.size:
-        v.flat[int(rng.integers(v.size))] = size + int(rng.integers(0, 3))
-    return ctx_node_from(ctx, v, str(rng.choice(["i64", "i32"])))
-
-
 def t_index(ctx):
     rng = ctx.rng
     op = str(rng.choice(["gather", "scatter", "scatter_add", "index_select",
@@ -583,35 +506,6 @@ def t_index(ctx):
         ctx.own(r)
         return ctx.expect_fail(r, op)
     outcheck(ctx, r, want, dt, op)
-
-
-def t_scatter_reduce(ctx):
-    rng = ctx.rng
-    kinds = ["sum", "prod", "mean", "amax", "amin"]
-    k = int(rng.integers(0, 5))
-    inc = bool(rng.random() < 0.5)
-    dt = rdt(rng)
-    nd = int(rng.integers(1, 4))
-    sh = [int(rng.integers(1, 5)) for _ in range(nd)]
-    x = ctx.node(sh, dt)
-    d = int(rng.integers(-nd, nd))
-    ish = [int(rng.integers(0, s + 1)) for s in sh]
-    ish[d % nd] = int(rng.integers(0, 7))  # collisions along dim
-    ix = index_node(ctx, ish, sh[d])
-    src = ctx.node([s + int(rng.integers(0, 2)) for s in ish], dt)
-    ctx.log.append(f"x: {x.describe()}\n  scatter_reduce {kinds[k]} dim={d} "
-                   f"include_self={inc}\nindex: {ix.describe()}\n"
-                   f"src: {src.describe()}")
-    iv = ix.v.astype(np.int64)
-    h = ctx.lib.tm_scatter_reduce(x.t, d, ix.t, src.t, k, inc)
-    if ((iv < -sh[d]) | (iv >= sh[d])).any():
-        ctx.own(h)
-        return ctx.expect_fail(h, "scatter_reduce")
-    want, rtol = ref_scatter_reduce(x.v, d, iv, src.v, kinds[k], inc, dt)
-    if want is None:
-        ctx.own(h)
-        return ctx.expect_fail(h, "scatter_reduce")
-    outcheck(ctx, h, want, dt, "scatter_reduce", rtol=rtol)
 
 
 # ------------------------------------------------------------ shaping
@@ -813,101 +707,6 @@ def t_sort(ctx):
         raise Mismatch(f"{op} failed: {ctx.err()}")
     outcheck(ctx, vo[0], vals, dt, op + " values")
     outcheck(ctx, io[0], idx, "i64", op + " indices")
-
-
-def t_scan(ctx):
-    """cumprod, cummax, cummin, logcumsumexp along a random dim."""
-    rng = ctx.rng
-    dt = rdt(rng)
-    x = ctx.node(rshape(ctx), dt)
-    nd = x.v.ndim
-    op = str(rng.choice(["cumprod", "cummax", "cummin", "logcumsumexp"]))
-    dim = int(rng.integers(-nd, nd)) if nd else int(rng.choice([0, -1]))
-    ctx.log.append(f"x: {x.describe()}\n  op={op} dim={dim}")
-    try:
-        want, widx, od = ref_scan(op, x.v, dt, dim)
-    except ValueError:
-        want = None
-    if op in ("cummax", "cummin"):
-        vo, io = ffi.new("tm_tensor **"), ffi.new("tm_tensor **")
-        fn = ctx.lib.tm_cummax if op == "cummax" else ctx.lib.tm_cummin
-        st = fn(x.t, dim, vo, io)
-        if st != 0:
-            raise Mismatch(f"tm_{op} failed: {ctx.err()}")
-        outcheck(ctx, vo[0], want, od, f"tm_{op} values")
-        return outcheck(ctx, io[0], widx, "i64", f"tm_{op} indices")
-    h = getattr(ctx.lib, "tm_" + op)(x.t, dim)
-    if want is None:
-        ctx.own(h)
-        return ctx.expect_fail(h, "tm_" + op)
-    # cumprod: the same F64 products in the same order, rounded once;
-    # logcumsumexp: libm's log1p/exp against numpy's, a few F64 ulps of the
-    # running value per step
-    rt, at = 0.0, 0.0
-    if od in FLOATS:
-        rt = 2 * ULP[od]
-        if op == "logcumsumexp":
-            n = x.v.shape[dim] if nd else 1
-            fin = np.abs(want.astype(np.float64))
-            fin = fin[np.isfinite(fin)]
-            at = 4 * n * 2.0**-52 * (float(fin.max()) if fin.size else 0.0)
-    outcheck(ctx, h, want, od, "tm_" + op, rt, at)
-
-
-# ------------------------------------------------------------ spatial
-
-def t_spatial(ctx):
-    """tm_pad_mode (reflect / replicate / circular, every dtype) and
-    tm_max_pool_nd over one dim (values and indices), exact."""
-    rng = ctx.rng
-    dt = rdt(rng)
-    op = str(rng.choice(["pad", "max_pool1d"]))
-    if op == "pad":
-        mode = str(rng.choice(["reflect", "replicate", "circular"]))
-        k = int(rng.integers(1, 4))
-        nd = k + int(rng.integers(0, 3))  # k-1 (an error), k+1 or k+2 dims
-        sh = [int(rng.integers(1, 6)) for _ in range(nd)]
-        pad = [int(rng.integers(-2, 5)) for _ in range(2 * k)]
-        x = ctx.node(sh, dt)
-        ctx.log.append(f"x: {x.describe()}\n  mode={mode} pad={pad}")
-        code = {"reflect": lib.TM_PAD_REFLECT,
-                "replicate": lib.TM_PAD_REPLICATE,
-                "circular": lib.TM_PAD_CIRCULAR}[mode]
-        h = ctx.lib.tm_pad_mode(x.t, i64s(pad), 2 * k, code, 0.0)
-        ok = nd in (k + 1, k + 2)
-        for i in range(k):
-            n, a, b = sh[nd - 1 - i] if ok else 1, pad[2 * i], pad[2 * i + 1]
-            ok = ok and n + a + b >= 1 and not (
-                mode == "reflect" and (a >= n or b >= n)) and not (
-                mode == "circular" and (a > n or b > n or
-                                        n - max(-a, 0) - max(-b, 0) < 1))
-        if not ok:
-            ctx.own(h)
-            return ctx.expect_fail(h, "tm_pad_mode")
-        return outcheck(ctx, h, ref_pad_mode(x.v, pad, mode), dt,
-                        "tm_pad_mode")
-    if dt == "bool":
-        dt = "i32"
-    sh = [int(rng.integers(0, 3)), int(rng.integers(1, 4)),
-          int(rng.integers(1, 12))]
-    k, s = int(rng.integers(1, 5)), int(rng.integers(1, 4))
-    p, d = int(rng.integers(0, k // 2 + 1)), int(rng.integers(1, 3))
-    ceil = bool(rng.random() < 0.5)
-    x = ctx.node(sh, dt)
-    ctx.log.append(f"x: {x.describe()}\n  k={k} s={s} p={p} d={d} "
-                   f"ceil={ceil}")
-    o = lib.tm_pool_defaults()
-    o.kernel[0], o.stride[0], o.padding[0], o.dilation[0] = k, s, p, d
-    o.ceil_mode = ceil
-    io = ffi.new("tm_tensor **")
-    h = ctx.lib.tm_max_pool_nd(x.t, 1, ffi.new("tm_pool_opts *", o), io)
-    vals, idx, n_out = ref_max_pool1d(x.v, k, s, p, d, ceil)
-    if n_out < 1:
-        ctx.own(h)
-        ctx.own(io[0])
-        return ctx.expect_fail(h, "tm_max_pool_nd")
-    outcheck(ctx, h, vals, dt, "tm_max_pool_nd values")
-    outcheck(ctx, io[0], idx, "i64", "tm_max_pool_nd indices")
 
 
 FAMILIES = {"binary": (t_binary, 6), "unary": (t_unary, 4), "where": (t_where, 1),
