@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 4
+#define TM_BACKEND_ABI_VERSION 5
 
 /* A strided view as kernels see it. */
 typedef struct tm_buf {
