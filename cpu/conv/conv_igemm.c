@@ -187,15 +187,23 @@ typedef struct ig_fwd {
     float *scratch;
 } ig_fwd;
 
-/* dst[l] = src[l] + v for l < n, in blocks of 8 (vectorized; see
- * cpu_conv_tmpl.h on why the plain loop stays scalar). */
+/* dst[l] = src[l] + v for l < n.  Runs are short (an output row), so
+ * blocks of 8 (vectorized; see cpu_conv_tmpl.h on why the plain loop
+ * stays scalar) end with one block over the run's last 8 elements,
+ * overlapping the previous one: the overlapped elements are written
+ * twice with the same value. */
 static void ig_copy_add(float *restrict dst, const float *restrict src,
                         float v, int64_t n)
 {
+    if (n < 8) {
+        for (int64_t l = 0; l < n; l++) dst[l] = src[l] + v;
+        return;
+    }
     int64_t l = 0;
     for (; l + 8 <= n; l += 8)
         for (int u = 0; u < 8; u++) dst[l + u] = src[l + u] + v;
-    for (; l < n; l++) dst[l] = src[l] + v;
+    if (l < n)
+        for (int u = 0; u < 8; u++) dst[n - 8 + u] = src[n - 8 + u] + v;
 }
 
 /* Writes frame columns [l0, l0 + nc) of the output block yb (rows of ncb)
