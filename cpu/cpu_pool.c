@@ -7,6 +7,7 @@
  * element (and, backward, every input plane) has one writer, so results
  * do not depend on the thread count. */
 #include "cpu_impl.h"
+#include "cpu_pool_max22.h"
 
 #include <math.h>
 #include <string.h>
@@ -66,6 +67,12 @@ static inline double pool_sel_f64(int64_t k, double a, double b)
 #undef T
 #undef SUF
 
+static void pool_max22_f32(int64_t p0, int64_t p1, void *vj)
+{
+    const pool_job *jb = vj;
+    tm__pool_max22_f32(jb->q, jb->src, jb->dst, jb->argmax, p0, p1);
+}
+
 /* Runs one of the loops over all planes, at least about 32768 window
  * elements per thread. */
 static void pool_run(const tm_pool_geom *q, tm__range_fn fn, pool_job *jb)
@@ -87,7 +94,10 @@ tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
     pool_job jb = {q, tm__ptr(x), tm__ptr(y), NULL, NULL};
     if (is_max) {
         jb.argmax = tm__ptr(argmax);
-        pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);
+        pool_run(q, f64                       ? pool_max_f64
+                    : tm__pool_max22_ok(q) ? pool_max22_f32
+                                           : pool_max_f32,
+                 &jb);
     } else {
         pool_run(q, f64 ? pool_avg_f64 : pool_avg_f32, &jb);
     }
