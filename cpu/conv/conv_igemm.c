@@ -251,10 +251,24 @@ static void ig_fwd_item(const ig_fwd *f, float *bp, float *yb, int64_t item)
                 tm__cvp_pack_rows(bp + jr * kc, xg + jr, c->koff + pc, kc,
                                   ig_min(nr, nc - jr), (int)nr);
             double beta = pc == 0 ? 0.0 : 1.0;
-            for (int64_t ir = 0; ir < f->mpad; ir += mr)
-                for (int64_t jr = 0; jr < ncp; jr += nr)
-                    k->ukr(kc, ag + ir * c->K + pc * mr, bp + jr * kc, nr,
-                           yb + ir * f->ncb + jr, f->ncb, 1.0, beta);
+            for (int64_t ir = 0; ir < f->mpad; ir += mr) {
+                const float *apan = ag + ir * c->K + pc * mr;
+                int64_t rows = ig_min(mr, c->ocg - ir);
+                /* a ragged panel of a few rows (depthwise: one) runs the
+                 * one-row kernel per row instead of MR rows of padding */
+                bool by_row = k->ukr_row && rows <= mr / 2;
+                for (int64_t jr = 0; jr < ncp; jr += nr) {
+                    if (by_row) {
+                        for (int64_t r = 0; r < rows; r++)
+                            k->ukr_row(kc, apan + r, bp + jr * kc, nr,
+                                       yb + (ir + r) * f->ncb + jr, 1.0,
+                                       beta);
+                        continue;
+                    }
+                    k->ukr(kc, apan, bp + jr * kc, nr, yb + ir * f->ncb + jr,
+                           f->ncb, 1.0, beta);
+                }
+            }
         }
         ig_scatter(f, yb, b, gi, l0, nc);
     }
@@ -392,10 +406,22 @@ static void ig_dw_chunk(const ig_dw *d, float *scr, const float **ptrs,
                     tm__cvp_pack_t(bpk + jr * kc, ptrs + mr, cols, kc,
                                    (int)nr);
                 }
-                for (int64_t ir = 0; ir < d->mpad; ir += mr)
-                    for (int64_t jr = 0; jr < d->npad; jr += nr)
+                for (int64_t ir = 0; ir < d->mpad; ir += mr) {
+                    int64_t rows = ig_min(mr, c->ocg - ir);
+                    bool by_row = k->ukr_row && rows <= mr / 2;
+                    for (int64_t jr = 0; jr < d->npad; jr += nr) {
+                        if (by_row) { /* as in the forward */
+                            for (int64_t r = 0; r < rows; r++)
+                                k->ukr_row(kc, apk + ir * kc + r,
+                                           bpk + jr * kc, nr,
+                                           pg + (ir + r) * d->npad + jr, 1.0,
+                                           1.0);
+                            continue;
+                        }
                         k->ukr(kc, apk + ir * kc, bpk + jr * kc, nr,
                                pg + ir * d->npad + jr, d->npad, 1.0, 1.0);
+                    }
+                }
             }
         }
 }
