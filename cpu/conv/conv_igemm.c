@@ -234,6 +234,39 @@ static void ig_scatter(const ig_fwd *f, const float *yb, int64_t b,
     }
 }
 
+/* Without extra frame columns (the frame is the output: no padding
+ * beyond what the kernel consumes, e.g. 1x1), full tiles are written
+ * straight into y (ldc = L) and only ragged ones go through yb; the bias
+ * is then added in place.  Measured on the 1x1 64->256 layer at 56x56:
+ * staging every tile and copying it out cost more than the product. */
+static bool ig_direct(const ig *c)
+{
+    return c->Wp == c->OW && (c->OD == 1 || c->Hp == c->OH);
+}
+
+/* The direct form's rows [0, full_rows) and columns [0, full_cols) of the
+ * block are in y: add the bias there; everything else comes from yb. */
+static void ig_finish_direct(const ig_fwd *f, const float *yb, int64_t b,
+                             int64_t gi, int64_t l0, int64_t nc,
+                             int64_t full_rows, int64_t full_cols)
+{
+    const ig *c = f->c;
+    float *yg = f->y + (b * c->oc + gi * c->ocg) * c->L + l0;
+    for (int64_t o = 0; o < c->ocg; o++) {
+        float v = f->bias ? f->bias[gi * c->ocg + o] : 0.0f;
+        float *row = yg + o * c->L;
+        int64_t from = o < full_rows ? full_cols : 0;
+        if (from > 0 && f->bias) {
+            int64_t l = 0;
+            for (; l + 8 <= from; l += 8)
+                for (int u = 0; u < 8; u++) row[l + u] += v;
+            for (; l < from; l++) row[l] += v;
+        }
+        if (from < nc)
+            ig_copy_add(row + from, yb + o * f->ncb + from, v, nc - from);
+    }
+}
+
 static void ig_fwd_item(const ig_fwd *f, float *bp, float *yb, int64_t item)
 {
     const ig *c = f->c;
@@ -242,9 +275,13 @@ static void ig_fwd_item(const ig_fwd *f, float *bp, float *yb, int64_t item)
     int64_t b = item / f->nlb, l0 = item % f->nlb * f->ncb;
     int64_t nc = ig_min(f->ncb, c->Lp - l0), ncp = ig_up(nc, nr);
     const float *xb = c->xp + b * c->xps;
+    bool direct = ig_direct(c);
+    int64_t full_rows = direct ? c->ocg / mr * mr : 0;
+    int64_t full_cols = direct ? nc / nr * nr : 0;
     for (int64_t gi = 0; gi < c->G; gi++) {
         const float *xg = xb + gi * c->cg * c->plane + l0;
         const float *ag = f->ap + gi * f->mpad * c->K;
+        float *yd = f->y + (b * c->oc + gi * c->ocg) * c->L + l0;
         for (int64_t pc = 0; pc < c->K; pc += k->kc) {
             int64_t kc = ig_min(k->kc, c->K - pc);
             for (int64_t jr = 0; jr < nc; jr += nr)
@@ -258,6 +295,11 @@ static void ig_fwd_item(const ig_fwd *f, float *bp, float *yb, int64_t item)
                  * one-row kernel per row instead of MR rows of padding */
                 bool by_row = k->ukr_row && rows <= mr / 2;
                 for (int64_t jr = 0; jr < ncp; jr += nr) {
+                    if (ir < full_rows && jr < full_cols) {
+                        k->ukr(kc, apan, bp + jr * kc, nr, yd + ir * c->L + jr,
+                               c->L, 1.0, beta);
+                        continue;
+                    }
                     if (by_row) {
                         for (int64_t r = 0; r < rows; r++)
                             k->ukr_row(kc, apan + r, bp + jr * kc, nr,
@@ -270,7 +312,10 @@ static void ig_fwd_item(const ig_fwd *f, float *bp, float *yb, int64_t item)
                 }
             }
         }
-        ig_scatter(f, yb, b, gi, l0, nc);
+        if (direct)
+            ig_finish_direct(f, yb, b, gi, l0, nc, full_rows, full_cols);
+        else
+            ig_scatter(f, yb, b, gi, l0, nc);
     }
 }
 
