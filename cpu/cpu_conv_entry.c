@@ -104,6 +104,7 @@ tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
 {
     const char *fn = "conv";
     tm_dtype dt = y->dtype;
+    /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
     if (tm__conv_igemm_fwd_ok(q, dt))
         return tm__conv_igemm_forward(q, tm__ptr(y), tm__ptr(x),
                                       tm__ptr(weight),
@@ -147,6 +148,7 @@ tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
     bool want_dx = dx && dx->handle, want_dw = dweight && dweight->handle;
     bool want_db = dbias && dbias->handle;
     tm_dtype dt = g->dtype;
+    /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
     if (tm__conv_igemm_bwd_ok(q, dt, want_dx, want_dw, want_db))
         return tm__conv_igemm_backward(
             q, want_dx ? tm__ptr(dx) : NULL, want_dw ? tm__ptr(dweight) : NULL,

@@ -111,7 +111,10 @@ bool tm__conv_igemm_bwd_ok(const tm_conv_geom *q, tm_dtype dt, bool want_dx,
         double parts = (double)IG_DW_CHUNKS * (double)c.G *
                        (double)ig_up(c.ocg, c.mr) *
                        (double)ig_up(c.K + 1, c.nr);
-        if (parts > (double)IG_MAX_SCRATCH) return false;
+        /* g of one image and group in the padded frame, per thread */
+        double gp = (double)ig_up(c.ocg, c.mr) * (double)c.Lp;
+        if (parts > (double)IG_MAX_SCRATCH || gp > (double)IG_MAX_SCRATCH / 8)
+            return false;
     }
     return true;
 }

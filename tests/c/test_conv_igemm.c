@@ -178,6 +178,8 @@ static const gconf confs[] = {
     {1, 48, 1, 18, 18, 9, 1, 3, 3, 0, 1, 1, 1, 1, 1, 1}, /* K > one block */
     {17, 2, 1, 4, 4, 3, 1, 2, 2, 0, 0, 1, 1, 1, 1, 1},  /* > 16 dw chunks */
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1},   /* 1 element */
+    {1, 400, 1, 3, 5, 9, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1}, /* 1x1, K blocks */
+    {3, 16, 1, 5, 40, 17, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1}, /* 1x1, wide */
 };
 
 TEST(conv_igemm_matches_definition_for_every_kernel_family)
