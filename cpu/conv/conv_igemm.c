@@ -397,6 +397,9 @@ typedef struct ig_dw {
     bool db;             /* one more column: the bias gradient */
     int64_t mpad, npad;  /* rows / columns of a partial product */
     int64_t chunks, per; /* image chunks, images per chunk */
+    int64_t nsplit;      /* column ranges a chunk is cut into (work items:
+                            chunks x nsplit); a tile's sum is the same in
+                            any range, so this may follow the threads */
     float *partial;      /* chunks x G x mpad x npad */
     float *ones;         /* KC ones: the bias column's B operand */
     size_t part_floats;  /* gp (mpad x Lp) + A block + B block */
@@ -421,8 +424,9 @@ static void ig_frame_g(const ig_dw *d, float *gp, int64_t b, int64_t gi)
     }
 }
 
+/* Columns [j0, j1) (multiples of NR) of chunk ch's partial product. */
 static void ig_dw_chunk(const ig_dw *d, float *scr, const float **ptrs,
-                        int64_t ch)
+                        int64_t ch, int64_t j0, int64_t j1)
 {
     const ig *c = d->c;
     const tm__gemm_kernel *k = c->k;
@@ -430,7 +434,8 @@ static void ig_dw_chunk(const ig_dw *d, float *scr, const float **ptrs,
     float *gp = scr, *apk = gp + ig_up(d->mpad * c->Lp, 16);
     float *bpk = apk + ig_up(d->mpad * k->kc, 16);
     float *part = d->partial + ch * c->G * d->mpad * d->npad;
-    memset(part, 0, (size_t)(c->G * d->mpad * d->npad) * sizeof(float));
+    for (int64_t r = 0; r < c->G * d->mpad; r++)
+        memset(part + r * d->npad + j0, 0, (size_t)(j1 - j0) * sizeof(float));
     int64_t b1 = ig_min(c->n, (ch + 1) * d->per);
     for (int64_t b = ch * d->per; b < b1; b++)
         for (int64_t gi = 0; gi < c->G; gi++) {
@@ -445,28 +450,28 @@ static void ig_dw_chunk(const ig_dw *d, float *scr, const float **ptrs,
                         ptrs[r] = gp + (ir + r) * c->Lp + p0;
                     tm__cvp_pack_t(apk + ir * kc, ptrs, rows, kc, (int)mr);
                 }
-                for (int64_t jr = 0; jr < d->npad; jr += nr) {
+                for (int64_t jr = j0; jr < j1; jr += nr) {
                     int cols = (int)ig_min(nr, ncol - jr);
                     for (int j = 0; j < cols; j++)
                         ptrs[mr + j] = jr + j < c->K
                                            ? xg + c->koff[jr + j] + p0
                                            : d->ones;
-                    tm__cvp_pack_t(bpk + jr * kc, ptrs + mr, cols, kc,
-                                   (int)nr);
+                    tm__cvp_pack_t(bpk + (jr - j0) * kc, ptrs + mr, cols,
+                                   kc, (int)nr);
                 }
                 for (int64_t ir = 0; ir < d->mpad; ir += mr) {
                     int64_t rows = ig_min(mr, c->ocg - ir);
                     bool by_row = k->ukr_row && rows <= mr / 2;
-                    for (int64_t jr = 0; jr < d->npad; jr += nr) {
+                    for (int64_t jr = j0; jr < j1; jr += nr) {
+                        const float *bpan = bpk + (jr - j0) * kc;
                         if (by_row) { /* as in the forward */
                             for (int64_t r = 0; r < rows; r++)
-                                k->ukr_row(kc, apk + ir * kc + r,
-                                           bpk + jr * kc, nr,
+                                k->ukr_row(kc, apk + ir * kc + r, bpan, nr,
                                            pg + (ir + r) * d->npad + jr, 1.0,
                                            1.0);
                             continue;
                         }
-                        k->ukr(kc, apk + ir * kc, bpk + jr * kc, nr,
+                        k->ukr(kc, apk + ir * kc, bpan, nr,
                                pg + ir * d->npad + jr, d->npad, 1.0, 1.0);
                     }
                 }
@@ -480,9 +485,13 @@ static void ig_dw_part(int part, int nparts, void *v)
     float *scr = d->scratch + (size_t)part * d->part_floats;
     const float **ptrs = d->ptrs + (size_t)part * (size_t)(d->c->mr +
                                                             d->c->nr);
-    int64_t lo = d->chunks * part / nparts;
-    int64_t hi = d->chunks * (part + 1) / nparts;
-    for (int64_t ch = lo; ch < hi; ch++) ig_dw_chunk(d, scr, ptrs, ch);
+    int64_t items = d->chunks * d->nsplit, panels = d->npad / d->c->nr;
+    int64_t lo = items * part / nparts, hi = items * (part + 1) / nparts;
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t ch = it / d->nsplit, s = it % d->nsplit;
+        ig_dw_chunk(d, scr, ptrs, ch, panels * s / d->nsplit * d->c->nr,
+                    panels * (s + 1) / d->nsplit * d->c->nr);
+    }
 }
 
 /* dw and db = the chunks' partial products added in chunk order. */
@@ -524,7 +533,11 @@ static tm_status ig_weight_grad(const tm_conv_geom *q, float *dw, float *db,
     d.chunks = c.n < IG_DW_CHUNKS ? c.n : IG_DW_CHUNKS;
     d.per = (c.n + d.chunks - 1) / d.chunks;
     d.chunks = (c.n + d.per - 1) / d.per;
-    int parts = ig_parts(d.chunks);
+    /* fewer chunks than threads (small batches): cut the columns too */
+    int64_t th = tm_get_num_threads(), panels = d.npad / c.nr;
+    d.nsplit = d.chunks >= th ? 1 : ig_min(panels, (th + d.chunks - 1) /
+                                                        d.chunks);
+    int parts = ig_parts(d.chunks * d.nsplit);
     size_t pf = (size_t)(d.chunks * c.G * d.mpad * d.npad);
     d.partial = tm__alloc(pf * sizeof(float), fn);
     d.ones = tm__alloc((size_t)c.k->kc * sizeof(float), fn);
