@@ -25,8 +25,9 @@
  *             order.
  *
  * Work is split by (image, column block) for y and dx and by image chunk
- * for dw; none of the splits depends on the thread count, so neither do
- * the results.  Accumulation order differs from the im2col path: results
+ * for dw (and, when there are fewer chunks than threads, by column range
+ * of a chunk); each output tile is summed in an order fixed by the
+ * shapes alone, so the results do not depend on the thread count.  Accumulation order differs from the im2col path: results
  * agree to F32 rounding relative to sum |w| |x|.
  */
 #ifndef FOUNDRY_CONV_IGEMM_H
