@@ -61,7 +61,8 @@ LDLIBS := -lpthread -lm
 
 # Every library source: the front-end modules and the CPU backend.
 LIB_DIRS := tensor/runtime tensor/core tensor/ops tensor/autograd \
-            nn nn/functional optim io cpu cpu/gemm cpu/vmath cpu/optim
+            nn nn/functional optim io cpu cpu/gemm cpu/vmath cpu/optim \
+            cpu/conv
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
@@ -186,6 +187,7 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
 	$(MAKE) python
 	$(VENV)/bin/python bench/bench_overhead.py
 	$(VENV)/bin/python bench/bench_train.py
+	$(VENV)/bin/python bench/bench_conv.py
 	$(VENV)/bin/python -c 'import safetensors' 2>/dev/null && \
 	    $(VENV)/bin/python bench/bench_safetensors.py || \
 	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"

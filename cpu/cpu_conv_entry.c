@@ -22,6 +22,7 @@
  * and a fixed summation order, and the chunk size depends only on the
  * shapes, so results do not depend on the thread count.  The scratch
  * (cols, the regrouped G) is host memory of the entry's own. */
+#include "conv/conv_igemm.h"
 #include "cpu_impl.h"
 #include "cpu_nn.h"
 
@@ -104,6 +105,11 @@ tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
 {
     const char *fn = "conv";
     tm_dtype dt = y->dtype;
+    /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
+    if (tm__conv_igemm_fwd_ok(q, dt))
+        return tm__conv_igemm_forward(q, tm__ptr(y), tm__ptr(x),
+                                      tm__ptr(weight),
+                                      bias ? tm__ptr(bias) : NULL);
     size_t es = tm_dtype_size(dt);
     int64_t G = q->g, ocg = q->oc / G, L = q->od * q->oh * q->ow;
     int64_t K = q->c / G * q->kd * q->kh * q->kw, B = cv_chunk(q);
@@ -143,6 +149,12 @@ tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
     bool want_dx = dx && dx->handle, want_dw = dweight && dweight->handle;
     bool want_db = dbias && dbias->handle;
     tm_dtype dt = g->dtype;
+    /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
+    if (tm__conv_igemm_bwd_ok(q, dt, want_dx, want_dw, want_db))
+        return tm__conv_igemm_backward(
+            q, want_dx ? tm__ptr(dx) : NULL, want_dw ? tm__ptr(dweight) : NULL,
+            want_db ? tm__ptr(dbias) : NULL, tm__ptr(g),
+            want_dw ? tm__ptr(x) : NULL, want_dx ? tm__ptr(weight) : NULL);
     size_t es = tm_dtype_size(dt);
     int64_t G = q->g, ocg = q->oc / G, L = q->od * q->oh * q->ow;
     int64_t K = q->c / G * q->kd * q->kh * q->kw;

@@ -9,6 +9,7 @@
  * element (and, backward, every input plane) has one writer, so results
  * do not depend on the thread count. */
 #include "cpu_impl.h"
+#include "cpu_pool_max22.h"
 
 #include <math.h>
 #include <string.h>
@@ -98,6 +99,12 @@ static inline int64_t pool_axis(int64_t o, int64_t s, int64_t p, int64_t k,
 #undef SUF
 #undef LOWEST
 
+static void pool_max22_f32(int64_t p0, int64_t p1, void *vj)
+{
+    const pool_job *jb = vj;
+    tm__pool_max22_f32(jb->q, jb->src, jb->dst, jb->argmax, p0, p1);
+}
+
 /* Runs one of the loops over all planes, at least about 32768 window
  * elements per thread. */
 static void pool_run(const tm_pool_geom *q, tm__range_fn fn, pool_job *jb)
@@ -135,7 +142,10 @@ tm_status tm__cpu_pool(tm_ctx *ctx, const tm_buf *y, const tm_buf *argmax,
     } else if (is_max) {
         jb.argmax = tm__ptr(argmax);
         if (plain)
-            pool_run(q, f64 ? pool_max_f64 : pool_max_f32, &jb);
+            pool_run(q, f64                       ? pool_max_f64
+                        : tm__pool_max22_ok(q) ? pool_max22_f32
+                                               : pool_max_f32,
+                     &jb);
         else
             pool_run(q, f64 ? pool_nd_max_f64 : pool_nd_max_f32, &jb);
     } else if (plain) {
