@@ -80,6 +80,14 @@ bool tm__conv_igemm_fwd_ok(const tm_conv_geom *q, tm_dtype dt)
         q->kh <= 0 || q->kw <= 0)
         return false;
     if (q->pd < 0 || q->ph < 0 || q->pw < 0) return false;
+    /* Every read must lie in the padded frame: a geometry may give output
+     * sizes beyond the ones its padding derives (padding='same' with an
+     * even kernel reads zeros past x's far edge), and the im2col path
+     * handles those. */
+    if (q->od + q->dd * (q->kd - 1) > q->d + 2 * q->pd ||
+        q->oh + q->dh * (q->kh - 1) > q->h + 2 * q->ph ||
+        q->ow + q->dw * (q->kw - 1) > q->w + 2 * q->pw)
+        return false;
     ig c;
     ig_init(&c, q);
     double xp = (double)c.n * (double)c.xps;
