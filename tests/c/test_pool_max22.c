@@ -11,6 +11,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The depth (1, no padding), dilation (1) and divisor (none) of a 2-D
+ * pooling. */
+#define PLAIN_2D 1, 1, 1, 1, 0, 1, 1, 1, 0
+
 TEST(pool_max22_matches_definition_with_ties_and_nans)
 {
     const int64_t sizes[][2] = {{2, 2}, {4, 8}, {6, 9}, {28, 28}, {14, 14},
@@ -18,7 +22,8 @@ TEST(pool_max22_matches_definition_with_ties_and_nans)
     unsigned s = 12345;
     for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
         tm_pool_geom q = {3, sizes[c][0], sizes[c][1], sizes[c][0] / 2,
-                          sizes[c][1] / 2, 2, 2, 2, 2, 0, 0, false};
+                          sizes[c][1] / 2, 2, 2, 2, 2, 0, 0, false,
+                          PLAIN_2D};
         REQUIRE(tm__pool_max22_ok(&q));
         int64_t xn = q.planes * q.h * q.w, yn = q.planes * q.oh * q.ow;
         float *x = malloc(sizeof(float) * (size_t)xn);
@@ -52,12 +57,13 @@ TEST(pool_max22_matches_definition_with_ties_and_nans)
 
 TEST(pool_max22_declines_other_windows)
 {
-    tm_pool_geom q = {1, 8, 8, 4, 4, 2, 2, 2, 2, 0, 0, false};
+    tm_pool_geom q = {1, 8, 8, 4, 4, 2, 2, 2, 2, 0, 0, false, PLAIN_2D};
     CHECK(tm__pool_max22_ok(&q));
     q.ph = 1, q.oh = 5;
     CHECK(!tm__pool_max22_ok(&q));
-    tm_pool_geom r = {1, 8, 8, 7, 7, 2, 2, 1, 1, 0, 0, false};
+    tm_pool_geom r = {1, 8, 8, 7, 7, 2, 2, 1, 1, 0, 0, false, PLAIN_2D};
     CHECK(!tm__pool_max22_ok(&r));
-    tm_pool_geom t = {1, 9, 9, 5, 5, 2, 2, 2, 2, 0, 0, false}; /* ceil */
+    /* ceil mode: the last window hangs over the edge */
+    tm_pool_geom t = {1, 9, 9, 5, 5, 2, 2, 2, 2, 0, 0, false, PLAIN_2D};
     CHECK(!tm__pool_max22_ok(&t));
 }
