@@ -15,11 +15,14 @@
  */
 #include "foundry/nn_functional.h"
 
+#include "functional_impl.h"
+
 #include "../../tensor/autograd/backward.h"
 
 #include <math.h>
 
-static bool check_float(const char *fn, const tm_tensor *x, const char *what)
+bool tm__nn_check_float(const char *fn, const tm_tensor *x,
+                        const char *what)
 {
     if (tm__check_tensor(fn, x, what)) return false;
     if (!tm_dtype_is_float(tm_dtype_of(x))) {
@@ -55,7 +58,7 @@ static tm_tensor *finish(tm__scratch *s, const char *fn, tm_tensor *r)
 static tm_tensor *elu_like(const char *fn, const tm_tensor *x, double alpha,
                            double scale, double in_scale)
 {
-    if (!check_float(fn, x, "input")) return NULL;
+    if (!tm__nn_check_float(fn, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *pos = tm__sc_scalar(&s, TM_OP_GT, x, 0.0);
     tm_tensor *neg = s.st ? NULL : tm__sc_keep(&s, tm_clamp(x, NAN, 0.0));
@@ -110,7 +113,7 @@ static tm_tensor *hardtanh_in(tm__scratch *s, const tm_tensor *x, double lo,
 
 tm_tensor *tm_hardtanh(const tm_tensor *x, double min_val, double max_val)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     if (isnan(min_val) || isnan(max_val) || min_val > max_val) {
         tm__errf(TM_EINVAL, __func__, "min_val (%g) cannot be greater than "
                  "max_val (%g)", min_val, max_val);
@@ -122,7 +125,7 @@ tm_tensor *tm_hardtanh(const tm_tensor *x, double min_val, double max_val)
 
 tm_tensor *tm_relu6(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     return finish(&s, __func__, hardtanh_in(&s, x, 0.0, 6.0));
 }
@@ -137,7 +140,7 @@ static tm_tensor *hsig_in(tm__scratch *s, const tm_tensor *x)
 
 tm_tensor *tm_hardsigmoid(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *h = hsig_in(&s, x);
     return finish(&s, __func__, h ? tm_retain(h) : NULL);
@@ -145,7 +148,7 @@ tm_tensor *tm_hardsigmoid(const tm_tensor *x)
 
 tm_tensor *tm_hardswish(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *h = hsig_in(&s, x);
     return finish(&s, __func__, s.st ? NULL : tm_mul(x, h));
@@ -153,7 +156,7 @@ tm_tensor *tm_hardswish(const tm_tensor *x)
 
 tm_tensor *tm_mish(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     /* softplus returns x itself past the threshold, so no overflow */
     tm_tensor *sp = tm__sc_keep(&s, tm_softplus(x, 1.0, 20.0));
@@ -163,7 +166,7 @@ tm_tensor *tm_mish(const tm_tensor *x)
 
 tm_tensor *tm_softsign(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *a = tm__sc_unary(&s, TM_OP_ABS, x);
     tm_tensor *d = tm__sc_scalar(&s, TM_OP_ADD, a, 1.0);
@@ -172,7 +175,7 @@ tm_tensor *tm_softsign(const tm_tensor *x)
 
 tm_tensor *tm_logsigmoid(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     /* -softplus(-x) with no threshold is max(-x, 0) + log1p(exp(-|x|)):
      * exact for every x, where log(sigmoid(x)) underflows to -inf */
@@ -184,7 +187,7 @@ tm_tensor *tm_logsigmoid(const tm_tensor *x)
 
 tm_tensor *tm_softmin(const tm_tensor *x, int dim)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *n = tm__sc_unary(&s, TM_OP_NEG, x);
     return finish(&s, __func__, s.st ? NULL : tm_softmax(n, dim));
@@ -192,7 +195,7 @@ tm_tensor *tm_softmin(const tm_tensor *x, int dim)
 
 tm_tensor *tm_glu(const tm_tensor *x, int dim)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     int d;
     if (tm_ndim(x) == 0) {
         tm__errf(TM_ESHAPE, __func__, "glu does not support 0-d tensors: "
@@ -216,8 +219,8 @@ tm_tensor *tm_glu(const tm_tensor *x, int dim)
 
 tm_tensor *tm_prelu(const tm_tensor *x, const tm_tensor *weight)
 {
-    if (!check_float(__func__, x, "input") ||
-        !check_float(__func__, weight, "weight"))
+    if (!tm__nn_check_float(__func__, x, "input") ||
+        !tm__nn_check_float(__func__, weight, "weight"))
         return NULL;
     const tm_tensor *both[2] = {x, weight};
     if (tm__check_same_device(__func__, both, 2)) return NULL;
@@ -252,7 +255,7 @@ tm_tensor *tm_prelu(const tm_tensor *x, const tm_tensor *weight)
 tm_tensor *tm_rrelu(const tm_tensor *x, double lower, double upper,
                     bool training, tm_rng *rng)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     if (!isfinite(lower) || !isfinite(upper) || lower > upper) {
         tm__errf(TM_EINVAL, __func__, "lower (%g) and upper (%g) must be "
                  "finite with lower <= upper", lower, upper);
@@ -270,7 +273,7 @@ tm_tensor *tm_rrelu(const tm_tensor *x, double lower, double upper,
 
 tm_tensor *tm_threshold(const tm_tensor *x, double threshold, double value)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     /* x <= threshold picks value, so NaN stays NaN as in PyTorch */
     tm_tensor *le = tm__sc_scalar(&s, TM_OP_LE, x, threshold);
@@ -280,7 +283,7 @@ tm_tensor *tm_threshold(const tm_tensor *x, double threshold, double value)
 
 tm_tensor *tm_tanhshrink(const tm_tensor *x)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *t = tm__sc_unary(&s, TM_OP_TANH, x);
     return finish(&s, __func__, s.st ? NULL : tm_sub(x, t));
@@ -288,7 +291,7 @@ tm_tensor *tm_tanhshrink(const tm_tensor *x)
 
 tm_tensor *tm_softshrink(const tm_tensor *x, double lambd)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     if (!(lambd >= 0.0) || isinf(lambd)) {
         tm__errf(TM_EINVAL, __func__, "lambd must be finite and >= 0, got "
                  "%g", lambd);
@@ -303,7 +306,7 @@ tm_tensor *tm_softshrink(const tm_tensor *x, double lambd)
 
 tm_tensor *tm_hardshrink(const tm_tensor *x, double lambd)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     tm__scratch s = {0};
     tm_tensor *a = tm__sc_unary(&s, TM_OP_ABS, x);
     tm_tensor *in = tm__sc_scalar(&s, TM_OP_LE, a, lambd);

@@ -10,21 +10,12 @@
  */
 #include "foundry/nn_functional.h"
 
+#include "functional_impl.h"
+
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
 
 #include <math.h>
-
-static bool check_float(const char *fn, const tm_tensor *x, const char *what)
-{
-    if (tm__check_tensor(fn, x, what)) return false;
-    if (!tm_dtype_is_float(tm_dtype_of(x))) {
-        tm__errf(TM_EDTYPE, fn, "%s must be a float tensor, got %s", what,
-                 tm_dtype_name(tm_dtype_of(x)));
-        return false;
-    }
-    return true;
-}
 
 static bool check_reduction(const char *fn, tm_reduction red, bool batchmean)
 {
@@ -94,7 +85,7 @@ static int broadcast_shape(const char *fn, const tm_tensor *a,
 
 tm_tensor *tm_normalize(const tm_tensor *x, double p, int dim, double eps)
 {
-    if (!check_float(__func__, x, "input")) return NULL;
+    if (!tm__nn_check_float(__func__, x, "input")) return NULL;
     int d;
     if (tm__wrap_dim(__func__, dim, tm_ndim(x), &d)) return NULL;
     if (isnan(eps) || isnan(p)) {
@@ -170,9 +161,9 @@ tm_tensor *tm_binary_cross_entropy(const tm_tensor *x, const tm_tensor *y,
                                    tm_reduction reduction)
 {
     char sa[TM_SHAPE_BUF], sb[TM_SHAPE_BUF];
-    if (!check_float(__func__, x, "input") ||
-        !check_float(__func__, y, "target") ||
-        (weight && !check_float(__func__, weight, "weight")) ||
+    if (!tm__nn_check_float(__func__, x, "input") ||
+        !tm__nn_check_float(__func__, y, "target") ||
+        (weight && !tm__nn_check_float(__func__, weight, "weight")) ||
         !check_reduction(__func__, reduction, false))
         return NULL;
     const tm_tensor *all[3] = {x, y, weight};
@@ -239,8 +230,8 @@ tm_tensor *tm_binary_cross_entropy(const tm_tensor *x, const tm_tensor *y,
 tm_tensor *tm_kl_div(const tm_tensor *x, const tm_tensor *y,
                      tm_reduction reduction, bool log_target)
 {
-    if (!check_float(__func__, x, "input") ||
-        !check_float(__func__, y, "target") ||
+    if (!tm__nn_check_float(__func__, x, "input") ||
+        !tm__nn_check_float(__func__, y, "target") ||
         !check_reduction(__func__, reduction, true))
         return NULL;
     const tm_tensor *both[2] = {x, y};
@@ -274,7 +265,7 @@ tm_tensor *tm_kl_div(const tm_tensor *x, const tm_tensor *y,
 tm_tensor *tm_cosine_similarity(const tm_tensor *x1, const tm_tensor *x2,
                                 int dim, double eps)
 {
-    if (!check_float(__func__, x1, "x1") || !check_float(__func__, x2, "x2"))
+    if (!tm__nn_check_float(__func__, x1, "x1") || !tm__nn_check_float(__func__, x2, "x2"))
         return NULL;
     const tm_tensor *both[2] = {x1, x2};
     if (tm__check_same_device(__func__, both, 2)) return NULL;
@@ -327,7 +318,7 @@ static tm_tensor *pdist(const char *fn, const tm_tensor *x1,
 tm_tensor *tm_pairwise_distance(const tm_tensor *x1, const tm_tensor *x2,
                                 double p, double eps, bool keepdim)
 {
-    if (!check_float(__func__, x1, "x1") || !check_float(__func__, x2, "x2"))
+    if (!tm__nn_check_float(__func__, x1, "x1") || !tm__nn_check_float(__func__, x2, "x2"))
         return NULL;
     const tm_tensor *both[2] = {x1, x2};
     if (tm__check_same_device(__func__, both, 2)) return NULL;
@@ -345,9 +336,9 @@ tm_tensor *tm_triplet_margin_loss(const tm_tensor *anchor,
                                   double p, double eps, bool swap,
                                   tm_reduction reduction)
 {
-    if (!check_float(__func__, anchor, "anchor") ||
-        !check_float(__func__, positive, "positive") ||
-        !check_float(__func__, negative, "negative") ||
+    if (!tm__nn_check_float(__func__, anchor, "anchor") ||
+        !tm__nn_check_float(__func__, positive, "positive") ||
+        !tm__nn_check_float(__func__, negative, "negative") ||
         !check_reduction(__func__, reduction, false))
         return NULL;
     const tm_tensor *all[3] = {anchor, positive, negative};

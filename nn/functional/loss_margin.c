@@ -10,22 +10,13 @@
  */
 #include "foundry/nn_functional.h"
 
+#include "functional_impl.h"
+
 #include "../../tensor/autograd/backward.h"
 
 #include <math.h>
 
 #define TWO_PI 6.283185307179586476925
-
-static bool check_float(const char *fn, const tm_tensor *x, const char *what)
-{
-    if (tm__check_tensor(fn, x, what)) return false;
-    if (!tm_dtype_is_float(tm_dtype_of(x))) {
-        tm__errf(TM_EDTYPE, fn, "%s must be a float tensor, got %s", what,
-                 tm_dtype_name(tm_dtype_of(x)));
-        return false;
-    }
-    return true;
-}
 
 /* x, y (and z unless NULL) float tensors on one device; a valid
  * reduction. */
@@ -33,8 +24,8 @@ static bool check_args(const char *fn, const tm_tensor *x, const char *xn,
                        const tm_tensor *y, const char *yn, const tm_tensor *z,
                        const char *zn, tm_reduction red)
 {
-    if (!check_float(fn, x, xn) || !check_float(fn, y, yn) ||
-        (zn && !check_float(fn, z, zn)))
+    if (!tm__nn_check_float(fn, x, xn) || !tm__nn_check_float(fn, y, yn) ||
+        (zn && !tm__nn_check_float(fn, z, zn)))
         return false;
     const tm_tensor *all[3] = {x, y, z};
     if (tm__check_same_device(fn, all, 3)) return false;
