@@ -88,7 +88,8 @@ def test_extremes_and_specials_match_torch(name, tch):
     a = np.array([0.0, -0.0, 1e-30, 88.0, -89.5, 700.0, -711.0, 1e300,
                   np.inf, -np.inf, np.nan], np.float64)
     for dt in ("float64", "float32"):
-        x = a.astype(dt)
+        with np.errstate(over="ignore"):  # 1e300 becomes inf in float32
+            x = a.astype(dt)
         check(getattr(F.tensor(x), name)(),
               getattr(tch, name)(tch.tensor(x)), dt)
 
