@@ -385,6 +385,46 @@ static void dw_tap_sum(const dwk *k, const float *restrict fr, int64_t off,
     for (int64_t u = 0; u < ow - full; u++) lanes[u] += tail[u];
 }
 
+/* dw_tap_sum for two taps at once (offsets off, off2; lanes, lanes2),
+ * sharing the loads of g: the same sums. */
+static void dw_tap_sum2(const dwk *k, const float *restrict fr, int64_t off,
+                        int64_t off2, const float *restrict g,
+                        float *restrict lanes, float *restrict lanes2)
+{
+    const int64_t ow = k->ow, full = ow / DW_BLOCK * DW_BLOCK;
+    dw_v a0 = dw_ld(lanes), a1 = dw_ld(lanes + 4), a2 = dw_ld(lanes + 8);
+    dw_v a3 = dw_ld(lanes + 12), b0 = dw_ld(lanes2);
+    dw_v b1 = dw_ld(lanes2 + 4), b2 = dw_ld(lanes2 + 8);
+    dw_v b3 = dw_ld(lanes2 + 12);
+    float tail[DW_BLOCK] = {0}, tail2[DW_BLOCK] = {0};
+    for (int64_t oz = 0; oz < k->od; oz++)
+        for (int64_t oy = 0; oy < k->oh; oy++) {
+            const float *s = fr + oz * k->sd * k->hs + oy * k->sh * k->rs;
+            const float *s1 = s + off, *s2 = s + off2;
+            const float *gr = g + (oz * k->oh + oy) * ow;
+            for (int64_t x0 = 0; x0 < full; x0 += DW_BLOCK) {
+                const float *q = gr + x0, *p = s1 + x0, *r = s2 + x0;
+                dw_v g0 = dw_ld(q), g1 = dw_ld(q + 4);
+                dw_v g2 = dw_ld(q + 8), g3 = dw_ld(q + 12);
+                a0 += g0 * dw_ld(p), a1 += g1 * dw_ld(p + 4);
+                a2 += g2 * dw_ld(p + 8), a3 += g3 * dw_ld(p + 12);
+                b0 += g0 * dw_ld(r), b1 += g1 * dw_ld(r + 4);
+                b2 += g2 * dw_ld(r + 8), b3 += g3 * dw_ld(r + 12);
+            }
+            for (int64_t x = full; x < ow; x++) {
+                tail[x - full] += gr[x] * s1[x];
+                tail2[x - full] += gr[x] * s2[x];
+            }
+        }
+    dw_st(lanes, a0), dw_st(lanes + 4, a1), dw_st(lanes + 8, a2);
+    dw_st(lanes + 12, a3), dw_st(lanes2, b0), dw_st(lanes2 + 4, b1);
+    dw_st(lanes2 + 8, b2), dw_st(lanes2 + 12, b3);
+    for (int64_t u = 0; u < ow - full; u++) {
+        lanes[u] += tail[u];
+        lanes2[u] += tail2[u];
+    }
+}
+
 /* lanes[u] += g over the plane, as dw_tap_sum. */
 static void dw_g_sum(const dwk *k, const float *restrict g,
                      float *restrict lanes)
@@ -429,7 +469,12 @@ static void dw_weight_part(int part, int nparts, void *v)
             const float *g = j->g + (b * j->C + c) * ys;
             if (j->dw) {
                 dw_pad(k, j->x + (b * j->C + c) * xs, fr);
-                for (int64_t t = 0; t < kvol; t++)
+                int64_t t = 0;
+                for (; t + 2 <= kvol; t += 2)
+                    dw_tap_sum2(k, fr, k->toff[t], k->toff[t + 1], g,
+                                lanes + t * DW_BLOCK,
+                                lanes + (t + 1) * DW_BLOCK);
+                for (; t < kvol; t++)
                     dw_tap_sum(k, fr, k->toff[t], g, lanes + t * DW_BLOCK);
             }
             if (j->db) dw_g_sum(k, g, lanes + kvol * DW_BLOCK);
