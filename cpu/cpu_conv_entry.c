@@ -107,7 +107,7 @@ tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
     const char *fn = "conv";
     tm_dtype dt = y->dtype;
     /* F32 depthwise: the direct kernel (cpu/conv/conv_depthwise.h) */
-    if (tm__conv_dw_ok(q, dt))
+    if (tm__conv_dw_ok(q, dt, false))
         return tm__conv_dw_forward(q, tm__ptr(y), tm__ptr(x), tm__ptr(weight),
                                    bias && bias->handle ? tm__ptr(bias)
                                                         : NULL);
@@ -156,7 +156,7 @@ tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
     bool want_db = dbias && dbias->handle;
     tm_dtype dt = g->dtype;
     /* F32 depthwise: the direct kernel (cpu/conv/conv_depthwise.h) */
-    if ((want_dx || want_dw || want_db) && tm__conv_dw_ok(q, dt))
+    if ((want_dx || want_dw || want_db) && tm__conv_dw_ok(q, dt, true))
         return tm__conv_dw_backward(
             q, want_dx ? tm__ptr(dx) : NULL, want_dw ? tm__ptr(dweight) : NULL,
             want_db ? tm__ptr(dbias) : NULL, tm__ptr(g),

@@ -32,6 +32,13 @@ static inline dw_v dw_splat(float x) { return (dw_v){x, x, x, x}; }
 /* Largest padded frame of one plane (floats), per thread; beyond it the
  * other paths run. */
 #define DW_MAX_FRAME ((int64_t)1 << 22)
+/* Most output channels per input channel taken by the backward (a C_in =
+ * 1 layer with few outputs is this loop too).  The GEMM paths reuse each
+ * loaded input across several outputs, this loop does not: measured at
+ * 3x3, 56x56 and 28x28, the forward with 2 to 16 outputs a channel and the
+ * backward with 16 are slower here, the backward with 2 and 4 faster
+ * (about 0.5x the time). */
+#define DW_MAX_MULT_BWD 4
 
 /* One convolution of single planes as the kernel runs it: a source plane
  * (sd0 x sh0 x sw0) read through its padded frame into an output plane
@@ -131,10 +138,11 @@ static void dw_pad(const dwk *k, const float *restrict s, float *restrict fr)
         }
 }
 
-/* y = bias + the taps wt (kvol) over the frame fr, one output plane. */
+/* y = bias + the taps wt (kvol) over the frame fr, one output plane; with
+ * `add`, y + the taps. */
 static void dw_plane_fwd(const dwk *k, const float *restrict fr,
                          float *restrict y, const float *restrict wt,
-                         float bias)
+                         float bias, bool add)
 {
     const int64_t kvol = k->kvol, ow = k->ow;
     for (int64_t oz = 0; oz < k->od; oz++)
@@ -143,6 +151,13 @@ static void dw_plane_fwd(const dwk *k, const float *restrict fr,
             float *yr = y + (oz * k->oh + oy) * ow;
             for (int64_t x0 = 0; x0 < ow; x0 += DW_BLOCK) {
                 dw_v a0 = dw_splat(bias), a1 = a0, a2 = a0, a3 = a0;
+                if (add) {
+                    float v[DW_BLOCK] = {0};
+                    memcpy(v, yr + x0,
+                           (size_t)dw_min(DW_BLOCK, ow - x0) * sizeof(float));
+                    a0 = dw_ld(v), a1 = dw_ld(v + 4), a2 = dw_ld(v + 8);
+                    a3 = dw_ld(v + 12);
+                }
                 for (int64_t t = 0; t < kvol; t++) {
                     const float *s = base + k->toff[t] + x0;
                     dw_v wv = dw_splat(wt[t]);
@@ -160,16 +175,15 @@ static void dw_plane_fwd(const dwk *k, const float *restrict fr,
         }
 }
 
-/* dx of one plane from its g, for strides above 1: the frame fr gathers
- * every tap's g * w at the position it read, output rows and taps in
- * order; then the frame's interior is dx (positions outside the frame
- * were read by no output: 0). */
-static void dw_plane_dx_scatter(const dwk *k, float *restrict fr,
-                                float *restrict dx, const float *restrict g,
-                                const float *restrict wt)
+/* dx by scattering, for strides above 1: the frame fr (zeroed first)
+ * gathers every tap's g * w at the position it read, output rows and taps
+ * in order, for each output plane of the channel (dw_scatter); then the
+ * frame's interior is dx (dw_unframe; positions outside the frame were
+ * read by no output: 0). */
+static void dw_scatter(const dwk *k, float *restrict fr,
+                       const float *restrict g, const float *restrict wt)
 {
     const int64_t ow = k->ow;
-    memset(fr, 0, (size_t)k->size * sizeof(float));
     for (int64_t oz = 0; oz < k->od; oz++)
         for (int64_t oy = 0; oy < k->oh; oy++) {
             float *base = fr + oz * k->sd * k->hs + oy * k->sh * k->rs;
@@ -183,6 +197,11 @@ static void dw_plane_dx_scatter(const dwk *k, float *restrict fr,
                 for (; x < ow; x++) d[x] += wv * gr[x];
             }
         }
+}
+
+static void dw_unframe(const dwk *k, const float *restrict fr,
+                       float *restrict dx)
+{
     for (int64_t z = 0; z < k->sd0; z++)
         for (int64_t y = 0; y < k->sh0; y++) {
             int64_t fz = z + k->pd, fy = y + k->ph;
@@ -202,15 +221,17 @@ static void dw_plane_dx_scatter(const dwk *k, float *restrict fr,
 
 /* ------------------------------------------------------------ the planes */
 
+typedef enum dw_mode { DW_FWD, DW_DX_GATHER, DW_DX_SCATTER } dw_mode;
+
 typedef struct dw_job {
     const dwk *k;
-    int64_t planes, C; /* planes: images x channels; weights by channel */
-    const float *src;  /* x (forward), g (dx) */
-    float *dst;        /* y, dx */
-    const float *w;    /* C x kvol taps (flipped for the gathered dx) */
-    const float *bias; /* C or NULL */
-    bool scatter;      /* dx by scattering (strides above 1) */
-    int64_t ssz, dsz;  /* floats per source / destination plane */
+    dw_mode mode;
+    int64_t planes, C, M; /* planes of x: images x C; M outputs each */
+    const float *src;     /* x (forward), g (dx) */
+    float *dst;           /* y, dx */
+    const float *w;       /* C*M x kvol taps (flipped for the gathered dx) */
+    const float *bias;    /* C*M or NULL */
+    int64_t ssz, dsz;     /* floats per source / destination plane */
     int64_t fsz;       /* floats per part's frame */
     float *scratch;
 } dw_job;
@@ -222,16 +243,29 @@ static void dw_planes_part(int part, int nparts, void *v)
     float *fr = j->scratch + (size_t)part * (size_t)j->fsz;
     int64_t lo = j->planes * part / nparts;
     int64_t hi = j->planes * (part + 1) / nparts;
+    /* p: a plane of x (image p / C, channel c), whose outputs are the M
+     * planes p*M + m (channels c*M + m) */
     for (int64_t p = lo; p < hi; p++) {
-        int64_t c = p % j->C;
-        const float *s = j->src + p * j->ssz;
-        float *d = j->dst + p * j->dsz;
-        const float *wt = j->w + c * k->kvol;
-        if (j->scatter) {
-            dw_plane_dx_scatter(k, fr, d, s, wt);
+        int64_t c = p % j->C, M = j->M;
+        const float *wc = j->w + c * M * k->kvol;
+        if (j->mode == DW_FWD) {
+            dw_pad(k, j->src + p * j->ssz, fr);
+            for (int64_t m = 0; m < M; m++)
+                dw_plane_fwd(k, fr, j->dst + (p * M + m) * j->dsz,
+                             wc + m * k->kvol,
+                             j->bias ? j->bias[c * M + m] : 0.0f, false);
+        } else if (j->mode == DW_DX_GATHER) {
+            for (int64_t m = 0; m < M; m++) {
+                dw_pad(k, j->src + (p * M + m) * j->ssz, fr);
+                dw_plane_fwd(k, fr, j->dst + p * j->dsz, wc + m * k->kvol,
+                             0.0f, m > 0);
+            }
         } else {
-            dw_pad(k, s, fr);
-            dw_plane_fwd(k, fr, d, wt, j->bias ? j->bias[c] : 0.0f);
+            memset(fr, 0, (size_t)k->size * sizeof(float));
+            for (int64_t m = 0; m < M; m++)
+                dw_scatter(k, fr, j->src + (p * M + m) * j->ssz,
+                           wc + m * k->kvol);
+            dw_unframe(k, fr, j->dst + p * j->dsz);
         }
     }
 }
@@ -259,9 +293,11 @@ static tm_status dw_run_planes(dw_job *j, const char *fn)
     return TM_OK;
 }
 
-bool tm__conv_dw_ok(const tm_conv_geom *q, tm_dtype dt)
+bool tm__conv_dw_ok(const tm_conv_geom *q, tm_dtype dt, bool backward)
 {
-    if (dt != TM_F32 || q->g != q->c || q->oc != q->c) return false;
+    if (dt != TM_F32 || q->g != q->c || q->c <= 0 || q->oc % q->c != 0 ||
+        q->oc / q->c < 1 || q->oc / q->c > (backward ? DW_MAX_MULT_BWD : 1))
+        return false;
     if (q->n <= 0 || q->c <= 0 || q->d <= 0 || q->h <= 0 || q->w <= 0)
         return false;
     if (q->od <= 0 || q->oh <= 0 || q->ow <= 0 || q->kd <= 0 ||
@@ -290,8 +326,8 @@ tm_status tm__conv_dw_forward(const tm_conv_geom *q, float *y,
                       (int64_t[]){q->dd, q->dh, q->dw},
                       (int64_t[]){q->kd, q->kh, q->kw}, fn);
     if (!k) return tm_last_status();
-    dw_job j = {.k = k, .planes = q->n * q->c, .C = q->c, .src = x,
-                .dst = y, .w = w, .bias = bias,
+    dw_job j = {.k = k, .mode = DW_FWD, .planes = q->n * q->c, .C = q->c,
+                .M = q->oc / q->c, .src = x, .dst = y, .w = w, .bias = bias,
                 .ssz = q->d * q->h * q->w, .dsz = q->od * q->oh * q->ow};
     tm_status st = dw_run_planes(&j, fn);
     tm__dealloc(k);
@@ -327,17 +363,18 @@ static tm_status dw_data_grad(const tm_conv_geom *q, float *dx,
                      (int64_t[]){q->kd, q->kh, q->kw}, fn);
     if (!k) return tm_last_status();
     if (unit) {
-        if (!(wf = tm__alloc((size_t)(q->c * kvol) * sizeof(float), fn))) {
+        if (!(wf = tm__alloc((size_t)(q->oc * kvol) * sizeof(float), fn))) {
             st = tm_last_status();
             goto fail;
         }
-        for (int64_t c = 0; c < q->c; c++)
+        for (int64_t c = 0; c < q->oc; c++)
             for (int64_t t = 0; t < kvol; t++)
                 wf[c * kvol + kvol - 1 - t] = w[c * kvol + t];
     }
     int64_t xs = q->d * q->h * q->w, ys = q->od * q->oh * q->ow;
-    dw_job j = {.k = k, .planes = q->n * q->c, .C = q->c, .src = g,
-                .dst = dx, .w = unit ? wf : w, .scatter = !unit,
+    dw_job j = {.k = k, .mode = unit ? DW_DX_GATHER : DW_DX_SCATTER,
+                .planes = q->n * q->c, .C = q->c, .M = q->oc / q->c,
+                .src = g, .dst = dx, .w = unit ? wf : w,
                 .ssz = ys, .dsz = xs};
     st = dw_run_planes(&j, fn);
 fail:
@@ -350,7 +387,7 @@ fail:
 
 typedef struct dw_wjob {
     const dwk *k;
-    int64_t n, C;
+    int64_t n, C, M;    /* images, channels of x, outputs per channel */
     const float *g, *x; /* x NULL: db only */
     float *dw, *db;
     int64_t fsz;        /* floats per part: frame, then the lanes */
@@ -462,13 +499,15 @@ static void dw_weight_part(int part, int nparts, void *v)
     const int64_t xs = k->sd0 * k->sh0 * k->sw0;
     float *fr = j->scratch + (size_t)part * (size_t)j->fsz;
     float *lanes = fr + dw_up(k->size, 16); /* kvol + 1 blocks: taps, g */
-    int64_t lo = j->C * part / nparts, hi = j->C * (part + 1) / nparts;
-    for (int64_t c = lo; c < hi; c++) {
+    /* o: an output channel, reading channel o / M of x */
+    int64_t OC = j->C * j->M;
+    int64_t lo = OC * part / nparts, hi = OC * (part + 1) / nparts;
+    for (int64_t o = lo; o < hi; o++) {
         memset(lanes, 0, (size_t)((kvol + 1) * DW_BLOCK) * sizeof(float));
         for (int64_t b = 0; b < j->n; b++) {
-            const float *g = j->g + (b * j->C + c) * ys;
+            const float *g = j->g + (b * OC + o) * ys;
             if (j->dw) {
-                dw_pad(k, j->x + (b * j->C + c) * xs, fr);
+                dw_pad(k, j->x + (b * j->C + o / j->M) * xs, fr);
                 int64_t t = 0;
                 for (; t + 2 <= kvol; t += 2)
                     dw_tap_sum2(k, fr, k->toff[t], k->toff[t + 1], g,
@@ -481,8 +520,8 @@ static void dw_weight_part(int part, int nparts, void *v)
         }
         if (j->dw)
             for (int64_t t = 0; t < kvol; t++)
-                j->dw[c * kvol + t] = dw_lane_total(lanes + t * DW_BLOCK);
-        if (j->db) j->db[c] = dw_lane_total(lanes + kvol * DW_BLOCK);
+                j->dw[o * kvol + t] = dw_lane_total(lanes + t * DW_BLOCK);
+        if (j->db) j->db[o] = dw_lane_total(lanes + kvol * DW_BLOCK);
     }
 }
 
@@ -498,9 +537,9 @@ static tm_status dw_weight_grad(const tm_conv_geom *q, float *dw, float *db,
                       (int64_t[]){q->kd, q->kh, q->kw}, fn);
     if (!k) return tm_last_status();
     tm_status st = TM_OK;
-    dw_wjob j = {.k = k, .n = q->n, .C = q->c, .g = g, .x = x, .dw = dw,
-                 .db = db};
-    int parts = dw_parts(q->c);
+    dw_wjob j = {.k = k, .n = q->n, .C = q->c, .M = q->oc / q->c, .g = g,
+                 .x = x, .dw = dw, .db = db};
+    int parts = dw_parts(q->oc);
     j.fsz = dw_up(k->size, 16) + dw_up((k->kvol + 1) * DW_BLOCK, 16);
     j.scratch = tm__alloc((size_t)j.fsz * (size_t)parts * sizeof(float), fn);
     if (!j.scratch) {

@@ -1,6 +1,7 @@
 /*
  * conv_depthwise.h — the CPU's direct F32 depthwise convolution (groups
- * = C = OC: one input and one output channel per group), any stride,
+ * = C = OC: one input and one output channel per group; also M output
+ * channels per group, OC = M*C, each its own plane), any stride,
  * padding and dilation, 1 to 3 spatial dims (internal; the conv entries in
  * cpu_conv_entry.c try it before the implicit GEMM, whose one-row panels
  * waste most of each product on a depthwise layer).
@@ -35,10 +36,13 @@
 
 #include <stdbool.h>
 
-/* Whether the kernel takes this convolution (F32, G = C = OC, non-empty,
+/* Whether the kernel takes this convolution (F32, G = C, non-empty,
  * positive strides and dilations, a plane's padded frame of reasonable
- * size). */
-bool tm__conv_dw_ok(const tm_conv_geom *q, tm_dtype dt);
+ * size) in the forward (OC = C) or the backward (OC = M*C, a few outputs
+ * per input channel; C = 1 is an ordinary convolution).  The kernels
+ * compute any M; the limits are where they are faster than the GEMM
+ * paths. */
+bool tm__conv_dw_ok(const tm_conv_geom *q, tm_dtype dt, bool backward);
 
 /* The conv / conv_backward entries' contracts (foundry/backend.h) for the
  * convolutions tm__conv_dw_ok accepts; x, w, y, g, dx, dw, db are dense

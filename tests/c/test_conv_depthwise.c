@@ -3,8 +3,9 @@
  * loop over the definition, for many geometries (1-D to 3-D, strides 1
  * and 2, padding 0 to 2 and beyond the kernel, dilation, kernels 1, 3 and
  * 5, odd sizes, rows shorter and longer than a block, batch 1 and 3,
- * output sizes beyond the padding's), and bitwise the same for 1 and 3
- * threads.
+ * output sizes beyond the padding's, several outputs per input channel),
+ * and bitwise the same for 1 and 3 threads and for the gradients asked
+ * together or one at a time.
  *
  * Tolerance: F32 sums in another order than the reference.  For a value
  * that is a sum of T products, |err| <= (T + 2) * u * S to first order
@@ -19,6 +20,7 @@
 typedef struct gconf {
     int64_t n, c, d, h, w, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw;
     int64_t extra; /* output columns beyond the padding's (read as 0) */
+    int64_t m;     /* output channels per input channel (0: 1) */
 } gconf;
 
 static int64_t out_size(int64_t n, int64_t k, int64_t s, int64_t p,
@@ -32,7 +34,7 @@ static tm_conv_geom geom(const gconf *k)
     tm_conv_geom q;
     memset(&q, 0, sizeof q);
     q.n = k->n, q.c = k->c, q.d = k->d, q.h = k->h, q.w = k->w;
-    q.oc = k->c, q.g = k->c, q.kd = k->kd, q.kh = k->kh, q.kw = k->kw;
+    q.oc = k->c * (k->m ? k->m : 1), q.g = k->c, q.kd = k->kd, q.kh = k->kh, q.kw = k->kw;
     q.sd = k->sd, q.sh = k->sh, q.sw = k->sw;
     q.pd = k->pd, q.ph = k->ph, q.pw = k->pw;
     q.dd = k->dd, q.dh = k->dh, q.dw = k->dw;
@@ -125,20 +127,21 @@ static void check_conf(const gconf *k, unsigned seed)
 {
     tm_conv_geom q = geom(k);
     int64_t xn = q.n * q.c * q.d * q.h * q.w;
-    int64_t kv = q.kd * q.kh * q.kw, wn = q.c * kv;
-    int64_t L = q.od * q.oh * q.ow, yn = q.n * q.c * L;
-    int64_t all = yn + xn + wn + q.c;
-    REQUIRE(tm__conv_dw_ok(&q, TM_F32));
+    int64_t kv = q.kd * q.kh * q.kw, wn = q.oc * kv, M = q.oc / q.c;
+    int64_t L = q.od * q.oh * q.ow, yn = q.n * q.oc * L;
+    int64_t all = yn + xn + wn + q.oc;
+    REQUIRE(tm__conv_dw_ok(&q, TM_F32, true));
+    CHECK(tm__conv_dw_ok(&q, TM_F32, false) == (M == 1));
     float *x = malloc(sizeof(float) * (size_t)xn);
     float *w = malloc(sizeof(float) * (size_t)wn);
-    float *b = malloc(sizeof(float) * (size_t)q.c);
+    float *b = malloc(sizeof(float) * (size_t)q.oc);
     float *g = malloc(sizeof(float) * (size_t)yn);
     float *out = malloc(sizeof(float) * (size_t)(3 * all));
-    refs r = {dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.c),
-              dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.c)};
+    refs r = {dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.oc),
+              dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.oc)};
     REQUIRE(x && w && b && g && out && r.y && r.dx && r.dw && r.db && r.sy &&
             r.sdx && r.sdw && r.sdb);
-    fill(x, xn, seed), fill(w, wn, seed + 1), fill(b, q.c, seed + 2);
+    fill(x, xn, seed), fill(w, wn, seed + 1), fill(b, q.oc, seed + 2);
     fill(g, yn, seed + 3);
     reference(&q, x, w, b, g, &r);
     /* rep 0, 1: 1 and 3 threads; rep 2: db alone, dx alone */
@@ -160,9 +163,9 @@ static void check_conf(const gconf *k, unsigned seed)
         }
         if (rep == 0) {
             compare("y", y, r.y, r.sy, yn, (double)(kv + 1));
-            compare("dx", dx, r.dx, r.sdx, xn, (double)kv);
+            compare("dx", dx, r.dx, r.sdx, xn, (double)(M * kv));
             compare("dw", dw, r.dw, r.sdw, wn, (double)(q.n * L));
-            compare("db", db, r.db, r.sdb, q.c, (double)(q.n * L));
+            compare("db", db, r.db, r.sdb, q.oc, (double)(q.n * L));
         }
     }
     tm_set_num_threads(0);
@@ -193,6 +196,11 @@ static const gconf confs[] = {
     {3, 2, 7, 5, 9, 3, 3, 3, 2, 1, 2, 1, 0, 2, 2, 1, 1, 0},   /* 3-D s2 d2 */
     {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0},   /* 1 element */
     {1, 2, 1, 3, 3, 1, 3, 3, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0},   /* 1 output */
+    /* channel multipliers: C_in = 1 with few outputs, 3 outputs a channel */
+    {3, 1, 1, 12, 19, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 4},
+    {1, 2, 1, 9, 17, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1, 0, 3},
+    {3, 2, 3, 4, 5, 2, 3, 3, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 2},
+    {1, 1, 1, 1, 30, 1, 1, 5, 1, 1, 3, 0, 0, 2, 1, 1, 2, 1, 2},
 };
 
 TEST(conv_depthwise_matches_definition)
@@ -209,18 +217,23 @@ TEST(conv_depthwise_declines_what_it_does_not_cover)
 {
     gconf k = {2, 4, 1, 8, 8, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0};
     tm_conv_geom q = geom(&k);
-    CHECK(tm__conv_dw_ok(&q, TM_F32));
-    CHECK(!tm__conv_dw_ok(&q, TM_F64)); /* F64: the other paths */
+    CHECK(tm__conv_dw_ok(&q, TM_F32, true));
+    CHECK(!tm__conv_dw_ok(&q, TM_F64, true)); /* F64: the other paths */
     tm_conv_geom s = q;
     s.g = 2; /* grouped, 2 channels a group */
-    CHECK(!tm__conv_dw_ok(&s, TM_F32));
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, true));
     s = q;
-    s.oc = 8; /* a channel multiplier */
-    CHECK(!tm__conv_dw_ok(&s, TM_F32));
+    s.oc = 8; /* two outputs a channel: the backward only */
+    CHECK(tm__conv_dw_ok(&s, TM_F32, true));
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, false));
+    s.oc = 6; /* not a multiple of C */
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, true));
+    s.oc = 4 * 5; /* more outputs a channel than the backward takes */
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, true));
     s = q;
     s.n = 0;
-    CHECK(!tm__conv_dw_ok(&s, TM_F32)); /* empty */
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, true)); /* empty */
     s = q;
     s.w = 1 << 23, s.ow = s.w; /* a frame too large */
-    CHECK(!tm__conv_dw_ok(&s, TM_F32));
+    CHECK(!tm__conv_dw_ok(&s, TM_F32, true));
 }
