@@ -17,6 +17,17 @@
  * a quarter of the last block at OW = 56. */
 #define DW_BLOCK 16
 
+/* Largest padded frame of one plane (floats), per thread; beyond it the
+ * other paths run. */
+#define DW_MAX_FRAME ((int64_t)1 << 22)
+/* Most output channels per input channel taken by the backward (a C_in =
+ * 1 layer with few outputs is this loop too).  The GEMM paths reuse each
+ * loaded input across several outputs, this loop does not: measured at
+ * 3x3, 56x56 and 28x28, the forward is about as fast with 2 outputs a
+ * channel and slower with 4 and 16, the backward is faster with 2 and 4
+ * (about half the time) and slower with 16. */
+#define DW_MAX_MULT_BWD 4
+
 typedef float dw_v __attribute__((vector_size(16)));
 
 static inline dw_v dw_ld(const float *p)
@@ -29,16 +40,6 @@ static inline dw_v dw_ld(const float *p)
 static inline void dw_st(float *p, dw_v v) { memcpy(p, &v, sizeof v); }
 
 static inline dw_v dw_splat(float x) { return (dw_v){x, x, x, x}; }
-/* Largest padded frame of one plane (floats), per thread; beyond it the
- * other paths run. */
-#define DW_MAX_FRAME ((int64_t)1 << 22)
-/* Most output channels per input channel taken by the backward (a C_in =
- * 1 layer with few outputs is this loop too).  The GEMM paths reuse each
- * loaded input across several outputs, this loop does not: measured at
- * 3x3, 56x56 and 28x28, the forward with 2 to 16 outputs a channel and the
- * backward with 16 are slower here, the backward with 2 and 4 faster
- * (about 0.5x the time). */
-#define DW_MAX_MULT_BWD 4
 
 /* One convolution of single planes as the kernel runs it: a source plane
  * (sd0 x sh0 x sw0) read through its padded frame into an output plane

@@ -15,17 +15,20 @@
  * DW_BLOCK accumulators (the frame's rows are long enough for whole
  * blocks; only the stored part of the last block is cut).
  *
- *   forward   y[o] = bias + the taps in (kz, i, j) order
+ *   forward   y[o] = bias + the taps in (kz, i, j) order; the frame of an
+ *             input plane serves its M output planes
  *   dx        stride 1 in every dim: the same kernel on g, padded by
- *             DIL*(K-1) - P (possibly negative), with the kernel flipped;
- *             otherwise the taps scattered into a padded dx frame, output
- *             rows and taps in order, then the frame's interior copied out
- *   dw, db    per channel, images in order: each tap's products summed in
- *             DW_BLOCK lanes over the rows, the lanes added in order
+ *             DIL*(K-1) - P (possibly negative), with the kernel flipped,
+ *             the M output planes' sums added in order; otherwise the
+ *             taps scattered into a padded dx frame (the M planes, output
+ *             rows and taps in order), then the frame's interior copied out
+ *   dw, db    per output channel, images in order: each tap's products
+ *             summed in DW_BLOCK lanes over the rows, the lanes added in
+ *             order
  *
- * Work is split by plane for y and dx and by channel for dw and db, so
- * every output element has one writer and a summation order fixed by the
- * shapes: the results do not depend on the thread count.  The order
+ * Work is split by input plane for y and dx and by output channel for dw
+ * and db, so every output element has one writer and a summation order
+ * fixed by the shapes: the results do not depend on the thread count.  The order
  * differs from the other paths: results agree to F32 rounding relative to
  * sum |w| |x|.
  */
