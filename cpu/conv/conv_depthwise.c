@@ -41,6 +41,7 @@ static inline void dw_st(float *p, dw_v v) { memcpy(p, &v, sizeof v); }
 
 static inline dw_v dw_splat(float x) { return (dw_v){x, x, x, x}; }
 
+
 /* One convolution of single planes as the kernel runs it: a source plane
  * (sd0 x sh0 x sw0) read through its padded frame into an output plane
  * (od x oh x ow). */
@@ -109,69 +110,108 @@ static dwk *dw_setup(const int64_t src[3], const int64_t out[3],
 }
 
 /* fr = the padded frame of the source plane s: zero where the frame lies
- * outside s, each row split into its SW phases. */
-static void dw_pad(const dwk *k, const float *restrict s, float *restrict fr)
+ * outside s, each row split into its SW phases.  The zeros are the same
+ * for every plane of a convolution, so a frame already holding another
+ * plane's (`zeroed`) gets only s's values: the small zero runs of every
+ * row cost a third of the forward's time, measured at 56x56. */
+static void dw_pad(const dwk *k, const float *restrict s, float *restrict fr,
+                   bool zeroed)
 {
-    for (int64_t z = 0; z < k->Dp; z++)
-        for (int64_t r = 0; r < k->Hp; r++) {
-            int64_t sz = z - k->pd, sy = r - k->ph;
+    if (!zeroed) memset(fr, 0, (size_t)k->size * sizeof(float));
+    for (int64_t z = dw_max(k->pd, 0); z < dw_min(k->Dp, k->pd + k->sd0);
+         z++)
+        for (int64_t r = dw_max(k->ph, 0);
+             r < dw_min(k->Hp, k->ph + k->sh0); r++) {
+            const float *row = s + ((z - k->pd) * k->sh0 + r - k->ph) * k->sw0;
             float *d = fr + z * k->hs + r * k->rs;
-            if (sz < 0 || sz >= k->sd0 || sy < 0 || sy >= k->sh0) {
-                memset(d, 0, (size_t)k->rs * sizeof(float));
-                continue;
-            }
-            const float *row = s + (sz * k->sh0 + sy) * k->sw0;
             for (int64_t p = 0; p < k->sw; p++, d += k->Wq) {
                 /* phase index q holds source column q*SW + p - PW */
                 int64_t off = p - k->pw;
                 int64_t lo = dw_min(dw_max(dw_cdiv(-off, k->sw), 0), k->Wq);
                 int64_t hi = dw_min(dw_max(dw_cdiv(k->sw0 - off, k->sw), lo),
                                     k->Wq);
-                memset(d, 0, (size_t)lo * sizeof(float));
                 if (k->sw == 1)
                     memcpy(d + lo, row + lo + off,
                            (size_t)(hi - lo) * sizeof(float));
                 else
                     for (int64_t q = lo; q < hi; q++)
                         d[q] = row[q * k->sw + off];
-                memset(d + hi, 0, (size_t)(k->Wq - hi) * sizeof(float));
             }
         }
 }
 
+/* Stores the block a0..a3 at y[x0, x0 + 16) of a row of ow, cut to the
+ * row. */
+static inline void dw_put(float *restrict y, int64_t x0, int64_t ow, dw_v a0,
+                          dw_v a1, dw_v a2, dw_v a3)
+{
+    if (x0 + DW_BLOCK <= ow) {
+        dw_st(y + x0, a0), dw_st(y + x0 + 4, a1);
+        dw_st(y + x0 + 8, a2), dw_st(y + x0 + 12, a3);
+    } else {
+        dw_v v[4] = {a0, a1, a2, a3};
+        memcpy(y + x0, v, (size_t)(ow - x0) * sizeof(float));
+    }
+}
+
+/* The block's start: bias, or (add) y[x0, x0 + 16) cut to the row. */
+static inline void dw_get(const float *restrict y, int64_t x0, int64_t ow,
+                          float bias, bool add, dw_v *a)
+{
+    float v[DW_BLOCK];
+    for (int u = 0; u < DW_BLOCK; u++) v[u] = bias;
+    if (add)
+        memcpy(v, y + x0, (size_t)dw_min(DW_BLOCK, ow - x0) * sizeof(float));
+    a[0] = dw_ld(v), a[1] = dw_ld(v + 4), a[2] = dw_ld(v + 8);
+    a[3] = dw_ld(v + 12);
+}
+
 /* y = bias + the taps wt (kvol) over the frame fr, one output plane; with
- * `add`, y + the taps. */
+ * `add`, y + the taps.  Two output rows a pass, so that eight
+ * independent sums hide the adds' latency. */
 static void dw_plane_fwd(const dwk *k, const float *restrict fr,
                          float *restrict y, const float *restrict wt,
                          float bias, bool add)
 {
-    const int64_t kvol = k->kvol, ow = k->ow;
+    const int64_t kvol = k->kvol, ow = k->ow, rstep = k->sh * k->rs;
     for (int64_t oz = 0; oz < k->od; oz++)
-        for (int64_t oy = 0; oy < k->oh; oy++) {
-            const float *base = fr + oz * k->sd * k->hs + oy * k->sh * k->rs;
+        for (int64_t oy = 0; oy < k->oh; oy += 2) {
+            const float *base = fr + oz * k->sd * k->hs + oy * rstep;
             float *yr = y + (oz * k->oh + oy) * ow;
-            for (int64_t x0 = 0; x0 < ow; x0 += DW_BLOCK) {
-                dw_v a0 = dw_splat(bias), a1 = a0, a2 = a0, a3 = a0;
-                if (add) {
-                    float v[DW_BLOCK] = {0};
-                    memcpy(v, yr + x0,
-                           (size_t)dw_min(DW_BLOCK, ow - x0) * sizeof(float));
-                    a0 = dw_ld(v), a1 = dw_ld(v + 4), a2 = dw_ld(v + 8);
-                    a3 = dw_ld(v + 12);
-                }
-                for (int64_t t = 0; t < kvol; t++) {
-                    const float *s = base + k->toff[t] + x0;
-                    dw_v wv = dw_splat(wt[t]);
-                    a0 += wv * dw_ld(s), a1 += wv * dw_ld(s + 4);
-                    a2 += wv * dw_ld(s + 8), a3 += wv * dw_ld(s + 12);
-                }
-                if (x0 + DW_BLOCK <= ow) {
-                    dw_st(yr + x0, a0), dw_st(yr + x0 + 4, a1);
-                    dw_st(yr + x0 + 8, a2), dw_st(yr + x0 + 12, a3);
+            bool two = oy + 1 < k->oh;
+            for (int64_t xb = 0; xb < ow; xb += DW_BLOCK) {
+                /* a ragged last block ends at the row's end instead,
+                 * recomputing some columns (each column's sum is the same
+                 * in any block) but storing whole vectors; not when adding
+                 * to y, which the first store changed */
+                int64_t x0 = xb + DW_BLOCK > ow && ow >= DW_BLOCK && !add
+                                 ? ow - DW_BLOCK
+                                 : xb;
+                dw_v a[4], b[4] = {0};
+                dw_get(yr, x0, ow, bias, add, a);
+                if (two) dw_get(yr + ow, x0, ow, bias, add, b);
+                dw_v a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+                dw_v b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+                if (two) {
+                    for (int64_t t = 0; t < kvol; t++) {
+                        const float *s = base + k->toff[t] + x0;
+                        const float *r = s + rstep;
+                        dw_v wv = dw_splat(wt[t]);
+                        a0 += wv * dw_ld(s), a1 += wv * dw_ld(s + 4);
+                        a2 += wv * dw_ld(s + 8), a3 += wv * dw_ld(s + 12);
+                        b0 += wv * dw_ld(r), b1 += wv * dw_ld(r + 4);
+                        b2 += wv * dw_ld(r + 8), b3 += wv * dw_ld(r + 12);
+                    }
+                    dw_put(yr + ow, x0, ow, b0, b1, b2, b3);
                 } else {
-                    dw_v v[4] = {a0, a1, a2, a3};
-                    memcpy(yr + x0, v, (size_t)(ow - x0) * sizeof(float));
+                    for (int64_t t = 0; t < kvol; t++) {
+                        const float *s = base + k->toff[t] + x0;
+                        dw_v wv = dw_splat(wt[t]);
+                        a0 += wv * dw_ld(s), a1 += wv * dw_ld(s + 4);
+                        a2 += wv * dw_ld(s + 8), a3 += wv * dw_ld(s + 12);
+                    }
                 }
+                dw_put(yr, x0, ow, a0, a1, a2, a3);
             }
         }
 }
@@ -250,14 +290,15 @@ static void dw_planes_part(int part, int nparts, void *v)
         int64_t c = p % j->C, M = j->M;
         const float *wc = j->w + c * M * k->kvol;
         if (j->mode == DW_FWD) {
-            dw_pad(k, j->src + p * j->ssz, fr);
+            dw_pad(k, j->src + p * j->ssz, fr, p > lo);
             for (int64_t m = 0; m < M; m++)
                 dw_plane_fwd(k, fr, j->dst + (p * M + m) * j->dsz,
                              wc + m * k->kvol,
                              j->bias ? j->bias[c * M + m] : 0.0f, false);
         } else if (j->mode == DW_DX_GATHER) {
             for (int64_t m = 0; m < M; m++) {
-                dw_pad(k, j->src + (p * M + m) * j->ssz, fr);
+                dw_pad(k, j->src + (p * M + m) * j->ssz, fr,
+                       p > lo || m > 0);
                 dw_plane_fwd(k, fr, j->dst + p * j->dsz, wc + m * k->kvol,
                              0.0f, m > 0);
             }
@@ -508,7 +549,8 @@ static void dw_weight_part(int part, int nparts, void *v)
         for (int64_t b = 0; b < j->n; b++) {
             const float *g = j->g + (b * OC + o) * ys;
             if (j->dw) {
-                dw_pad(k, j->x + (b * j->C + o / j->M) * xs, fr);
+                dw_pad(k, j->x + (b * j->C + o / j->M) * xs, fr,
+                       o > lo || b > 0);
                 int64_t t = 0;
                 for (; t + 2 <= kvol; t += 2)
                     dw_tap_sum2(k, fr, k->toff[t], k->toff[t + 1], g,
