@@ -437,11 +437,14 @@ typedef struct dw_wjob {
 } dw_wjob;
 
 /* lanes[u] += the products of g and the tap at frame offset off over the
- * plane (columns u mod DW_BLOCK; the last block's tail lane by lane). */
+ * plane (columns u mod DW_BLOCK; the last block's ragged end lane by
+ * lane). */
 static void dw_tap_sum(const dwk *k, const float *restrict fr, int64_t off,
                        const float *restrict g, float *restrict lanes)
 {
     const int64_t ow = k->ow, full = ow / DW_BLOCK * DW_BLOCK;
+    /* the last block's whole vectors, then its columns one by one */
+    const int64_t nv = (ow - full) / 4, rest = full + 4 * nv;
     dw_v a0 = dw_ld(lanes), a1 = dw_ld(lanes + 4), a2 = dw_ld(lanes + 8);
     dw_v a3 = dw_ld(lanes + 12);
     float tail[DW_BLOCK] = {0};
@@ -456,7 +459,11 @@ static void dw_tap_sum(const dwk *k, const float *restrict fr, int64_t off,
                 a2 += dw_ld(q + 8) * dw_ld(p + 8);
                 a3 += dw_ld(q + 12) * dw_ld(p + 12);
             }
-            for (int64_t x = full; x < ow; x++)
+            const float *p = s + full, *q = gr + full;
+            if (nv > 0) a0 += dw_ld(q) * dw_ld(p);
+            if (nv > 1) a1 += dw_ld(q + 4) * dw_ld(p + 4);
+            if (nv > 2) a2 += dw_ld(q + 8) * dw_ld(p + 8);
+            for (int64_t x = rest; x < ow; x++)
                 tail[x - full] += gr[x] * s[x];
         }
     dw_st(lanes, a0), dw_st(lanes + 4, a1), dw_st(lanes + 8, a2);
@@ -471,6 +478,8 @@ static void dw_tap_sum2(const dwk *k, const float *restrict fr, int64_t off,
                         float *restrict lanes, float *restrict lanes2)
 {
     const int64_t ow = k->ow, full = ow / DW_BLOCK * DW_BLOCK;
+    /* the last block's whole vectors, then its columns one by one */
+    const int64_t nv = (ow - full) / 4, rest = full + 4 * nv;
     dw_v a0 = dw_ld(lanes), a1 = dw_ld(lanes + 4), a2 = dw_ld(lanes + 8);
     dw_v a3 = dw_ld(lanes + 12), b0 = dw_ld(lanes2);
     dw_v b1 = dw_ld(lanes2 + 4), b2 = dw_ld(lanes2 + 8);
@@ -490,7 +499,15 @@ static void dw_tap_sum2(const dwk *k, const float *restrict fr, int64_t off,
                 b0 += g0 * dw_ld(r), b1 += g1 * dw_ld(r + 4);
                 b2 += g2 * dw_ld(r + 8), b3 += g3 * dw_ld(r + 12);
             }
-            for (int64_t x = full; x < ow; x++) {
+            const float *q = gr + full, *p = s1 + full, *r = s2 + full;
+            for (int64_t v = 0; v < nv; v++) {
+                dw_v gv = dw_ld(q + 4 * v);
+                dw_v pa = gv * dw_ld(p + 4 * v), pb = gv * dw_ld(r + 4 * v);
+                if (v == 0) a0 += pa, b0 += pb;
+                else if (v == 1) a1 += pa, b1 += pb;
+                else a2 += pa, b2 += pb;
+            }
+            for (int64_t x = rest; x < ow; x++) {
                 tail[x - full] += gr[x] * s1[x];
                 tail2[x - full] += gr[x] * s2[x];
             }
@@ -509,6 +526,8 @@ static void dw_g_sum(const dwk *k, const float *restrict g,
                      float *restrict lanes)
 {
     const int64_t ow = k->ow, full = ow / DW_BLOCK * DW_BLOCK;
+    /* the last block's whole vectors, then its columns one by one */
+    const int64_t nv = (ow - full) / 4, rest = full + 4 * nv;
     dw_v a0 = dw_ld(lanes), a1 = dw_ld(lanes + 4), a2 = dw_ld(lanes + 8);
     dw_v a3 = dw_ld(lanes + 12);
     float tail[DW_BLOCK] = {0};
@@ -519,7 +538,11 @@ static void dw_g_sum(const dwk *k, const float *restrict g,
             a0 += dw_ld(q), a1 += dw_ld(q + 4), a2 += dw_ld(q + 8);
             a3 += dw_ld(q + 12);
         }
-        for (int64_t x = full; x < ow; x++) tail[x - full] += gr[x];
+        const float *q = gr + full;
+        if (nv > 0) a0 += dw_ld(q);
+        if (nv > 1) a1 += dw_ld(q + 4);
+        if (nv > 2) a2 += dw_ld(q + 8);
+        for (int64_t x = rest; x < ow; x++) tail[x - full] += gr[x];
     }
     dw_st(lanes, a0), dw_st(lanes + 4, a1), dw_st(lanes + 8, a2);
     dw_st(lanes + 12, a3);
