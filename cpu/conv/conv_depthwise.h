@@ -28,9 +28,9 @@
  *
  * Work is split by input plane for y and dx and by output channel for dw
  * and db, so every output element has one writer and a summation order
- * fixed by the shapes: the results do not depend on the thread count.  The order
- * differs from the other paths: results agree to F32 rounding relative to
- * sum |w| |x|.
+ * fixed by the shapes: the results do not depend on the thread count.
+ * The order differs from the other paths: results agree to F32 rounding
+ * relative to sum |w| |x|.
  */
 #ifndef FOUNDRY_CONV_DEPTHWISE_H
 #define FOUNDRY_CONV_DEPTHWISE_H

@@ -34,7 +34,8 @@ static tm_conv_geom geom(const gconf *k)
     tm_conv_geom q;
     memset(&q, 0, sizeof q);
     q.n = k->n, q.c = k->c, q.d = k->d, q.h = k->h, q.w = k->w;
-    q.oc = k->c * (k->m ? k->m : 1), q.g = k->c, q.kd = k->kd, q.kh = k->kh, q.kw = k->kw;
+    q.oc = k->c * (k->m ? k->m : 1), q.g = k->c;
+    q.kd = k->kd, q.kh = k->kh, q.kw = k->kw;
     q.sd = k->sd, q.sh = k->sh, q.sw = k->sw;
     q.pd = k->pd, q.ph = k->ph, q.pw = k->pw;
     q.dd = k->dd, q.dh = k->dh, q.dw = k->dw;
@@ -188,7 +189,7 @@ static const gconf confs[] = {
     {1, 3, 1, 7, 8, 1, 3, 3, 1, 1, 2, 0, 2, 2, 1, 1, 1, 0},   /* pad 2 > */
     {3, 2, 1, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 2, 1, 1, 1, 0},   /* 1x1 pad */
     {1, 4, 1, 5, 9, 1, 1, 1, 1, 2, 2, 0, 0, 0, 1, 1, 1, 0},   /* 1x1 s2 */
-    {1, 3, 1, 8, 8, 1, 2, 2, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1},   /* 'same', even */
+    {1, 3, 1, 8, 8, 1, 2, 2, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1},   /* even 'same' */
     {3, 2, 1, 5, 6, 1, 3, 3, 1, 2, 1, 0, 1, 1, 1, 1, 1, 3},   /* far reads */
     {1, 3, 1, 1, 41, 1, 1, 3, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0},  /* 1-D */
     {3, 2, 1, 1, 29, 1, 1, 5, 1, 1, 2, 0, 0, 2, 1, 1, 2, 0},  /* 1-D s2 d2 */
