@@ -22,6 +22,7 @@
  * and a fixed summation order, and the chunk size depends only on the
  * shapes, so results do not depend on the thread count.  The scratch
  * (cols, the regrouped G) is host memory of the entry's own. */
+#include "conv/conv_depthwise.h"
 #include "conv/conv_igemm.h"
 #include "cpu_impl.h"
 #include "cpu_nn.h"
@@ -105,6 +106,11 @@ tm_status tm__cpu_conv(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
 {
     const char *fn = "conv";
     tm_dtype dt = y->dtype;
+    /* F32 depthwise: the direct kernel (cpu/conv/conv_depthwise.h) */
+    if (tm__conv_dw_ok(q, dt, false))
+        return tm__conv_dw_forward(q, tm__ptr(y), tm__ptr(x), tm__ptr(weight),
+                                   bias && bias->handle ? tm__ptr(bias)
+                                                        : NULL);
     /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
     if (tm__conv_igemm_fwd_ok(q, dt))
         return tm__conv_igemm_forward(q, tm__ptr(y), tm__ptr(x),
@@ -149,6 +155,12 @@ tm_status tm__cpu_conv_backward(tm_ctx *ctx, const tm_buf *dx,
     bool want_dx = dx && dx->handle, want_dw = dweight && dweight->handle;
     bool want_db = dbias && dbias->handle;
     tm_dtype dt = g->dtype;
+    /* F32 depthwise: the direct kernel (cpu/conv/conv_depthwise.h) */
+    if ((want_dx || want_dw || want_db) && tm__conv_dw_ok(q, dt, true))
+        return tm__conv_dw_backward(
+            q, want_dx ? tm__ptr(dx) : NULL, want_dw ? tm__ptr(dweight) : NULL,
+            want_db ? tm__ptr(dbias) : NULL, tm__ptr(g),
+            want_dw ? tm__ptr(x) : NULL, want_dx ? tm__ptr(weight) : NULL);
     /* unit-stride F32: the implicit GEMM (cpu/conv/conv_igemm.h) */
     if (tm__conv_igemm_bwd_ok(q, dt, want_dx, want_dw, want_db))
         return tm__conv_igemm_backward(
