@@ -1,9 +1,10 @@
 """diff_conv.py — the conv family of diff_ops.py (tm_conv and
-tm_conv_transpose against ftm.ref_conv); diff_ops passes in its
+tm_conv_transpose against ftm_nn.ref_conv); diff_ops passes in its
 outcheck."""
 import numpy as np
 
-from ftm import NULL, ULP, cast, ffi, lib, ref_conv
+from ftm import NULL, ULP, cast, ffi, lib
+from ftm_nn import ref_conv
 
 
 def t_conv(ctx, outcheck):

@@ -1,11 +1,11 @@
 """diff_nn.py — the "activation" and "spatial" families of diff_ops.py:
 the activations of nn_functional.h, and the pad modes and 1-D max pooling,
-against the numpy references of ftm.py."""
+against the numpy references of ftm_nn.py."""
 import numpy as np
 
 from diff_common import outcheck, rdt, rshape
-from ftm import (ACT, NULL, ULP, ffi, i64s, lib, ref_activation,
-                 ref_max_pool1d, ref_pad_mode)
+from ftm import NULL, ULP, ffi, i64s, lib
+from ftm_nn import ACT, ref_activation, ref_max_pool1d, ref_pad_mode
 
 
 def t_activation(ctx):
