@@ -7,10 +7,8 @@
  * and bitwise the same for 1 and 3 threads and for the gradients asked
  * together or one at a time.
  *
- * Tolerance: F32 sums in another order than the reference.  For a value
- * that is a sum of T products, |err| <= (T + 2) * u * S to first order
- * (u = 2^-24, S = the sum of the products' magnitudes, computed by the
- * reference); the check allows twice that. */
+ * Tolerance: conv_ref.h's bound for F32 sums in another order. */
+#include "conv_ref.h"
 #include "harness.h"
 
 #include "../../cpu/conv/conv_depthwise.h"
@@ -45,83 +43,6 @@ static tm_conv_geom geom(const gconf *k)
     return q;
 }
 
-/* Deterministic values in [-1, 1). */
-static void fill(float *p, int64_t n, unsigned seed)
-{
-    unsigned s = seed * 2654435761u + 1;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)((s >> 8) / 8388608.0 - 1.0);
-    }
-}
-
-typedef struct refs {
-    double *y, *dx, *dw, *db;     /* values */
-    double *sy, *sdx, *sdw, *sdb; /* sums of magnitudes */
-} refs;
-
-/* The definition (backend.h: tm_conv_geom), every gradient at once. */
-static void reference(const tm_conv_geom *q, const float *x, const float *w,
-                      const float *b, const float *g, refs *r)
-{
-    int64_t cg = q->c / q->g, ocg = q->oc / q->g;
-    int64_t L = q->od * q->oh * q->ow, X = q->d * q->h * q->w;
-    int64_t kv = q->kd * q->kh * q->kw;
-    for (int64_t n = 0; n < q->n; n++)
-        for (int64_t o = 0; o < q->oc; o++)
-            for (int64_t l = 0; l < L; l++) {
-                int64_t oz = l / (q->oh * q->ow), oy = l / q->ow % q->oh;
-                int64_t ox = l % q->ow, yi = (n * q->oc + o) * L + l;
-                double gv = g[yi];
-                r->y[yi] += b[o], r->sy[yi] += fabs(b[o]);
-                r->db[o] += gv, r->sdb[o] += fabs(gv);
-                for (int64_t ci = 0; ci < cg; ci++)
-                    for (int64_t t = 0; t < kv; t++) {
-                        int64_t a = t / (q->kh * q->kw), i = t / q->kw % q->kh;
-                        int64_t j = t % q->kw, c = o / ocg * cg + ci;
-                        int64_t z = oz * q->sd - q->pd + a * q->dd;
-                        int64_t yy = oy * q->sh - q->ph + i * q->dh;
-                        int64_t xx = ox * q->sw - q->pw + j * q->dw;
-                        if (z < 0 || z >= q->d || yy < 0 || yy >= q->h ||
-                            xx < 0 || xx >= q->w)
-                            continue;
-                        int64_t xi = (n * q->c + c) * X +
-                                     (z * q->h + yy) * q->w + xx;
-                        int64_t wi = (o * cg + ci) * kv + t;
-                        r->y[yi] += (double)w[wi] * x[xi];
-                        r->sy[yi] += fabs((double)w[wi] * x[xi]);
-                        r->dx[xi] += gv * w[wi];
-                        r->sdx[xi] += fabs(gv * w[wi]);
-                        r->dw[wi] += gv * x[xi];
-                        r->sdw[wi] += fabs(gv * x[xi]);
-                    }
-            }
-}
-
-/* Failures among got[0, n) against ref (T terms a sum); reports the
- * first. */
-static int compare(const char *what, const float *got, const double *ref,
-                   const double *mag, int64_t n, double terms)
-{
-    int bad = 0;
-    double u = 1.0 / 16777216.0;
-    for (int64_t i = 0; i < n; i++) {
-        double tol = 2 * (terms + 2) * u * mag[i];
-        if (!(fabs(got[i] - ref[i]) <= tol)) {
-            if (!bad)
-                tt_fail(__FILE__, __LINE__, "%s[%lld] = %.9g, expected %.9g "
-                        "(tol %g)", what, (long long)i, got[i], ref[i], tol);
-            bad++;
-        }
-    }
-    return bad;
-}
-
-static double *dzeros(int64_t n)
-{
-    return calloc((size_t)(n > 0 ? n : 1), sizeof(double));
-}
-
 /* Runs the forward and backward kernels on k and compares them with the
  * reference; also with 1 and 3 threads, bit for bit. */
 static void check_conf(const gconf *k, unsigned seed)
@@ -138,13 +59,11 @@ static void check_conf(const gconf *k, unsigned seed)
     float *b = malloc(sizeof(float) * (size_t)q.oc);
     float *g = malloc(sizeof(float) * (size_t)yn);
     float *out = malloc(sizeof(float) * (size_t)(3 * all));
-    refs r = {dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.oc),
-              dzeros(yn), dzeros(xn), dzeros(wn), dzeros(q.oc)};
-    REQUIRE(x && w && b && g && out && r.y && r.dx && r.dw && r.db && r.sy &&
-            r.sdx && r.sdw && r.sdb);
-    fill(x, xn, seed), fill(w, wn, seed + 1), fill(b, q.oc, seed + 2);
-    fill(g, yn, seed + 3);
-    reference(&q, x, w, b, g, &r);
+    tt_conv_refs r;
+    REQUIRE(x && w && b && g && out);
+    tt_conv_fill(x, xn, seed), tt_conv_fill(w, wn, seed + 1);
+    tt_conv_fill(b, q.oc, seed + 2), tt_conv_fill(g, yn, seed + 3);
+    REQUIRE(tt_conv_reference(&q, x, w, b, g, &r));
     /* rep 0, 1: 1 and 3 threads; rep 2: db alone, dx alone */
     for (int rep = 0; rep < 3; rep++) {
         tm_set_num_threads(rep == 1 ? 3 : 1);
@@ -163,18 +82,17 @@ static void check_conf(const gconf *k, unsigned seed)
                       TM_OK);
         }
         if (rep == 0) {
-            compare("y", y, r.y, r.sy, yn, (double)(kv + 1));
-            compare("dx", dx, r.dx, r.sdx, xn, (double)(M * kv));
-            compare("dw", dw, r.dw, r.sdw, wn, (double)(q.n * L));
-            compare("db", db, r.db, r.sdb, q.oc, (double)(q.n * L));
+            tt_conv_compare("y", y, r.y, r.sy, yn, (double)(kv + 1));
+            tt_conv_compare("dx", dx, r.dx, r.sdx, xn, (double)(M * kv));
+            tt_conv_compare("dw", dw, r.dw, r.sdw, wn, (double)(q.n * L));
+            tt_conv_compare("db", db, r.db, r.sdb, q.oc, (double)(q.n * L));
         }
     }
     tm_set_num_threads(0);
     CHECK(memcmp(out, out + all, sizeof(float) * (size_t)all) == 0);
     CHECK(memcmp(out, out + 2 * all, sizeof(float) * (size_t)all) == 0);
     free(x), free(w), free(b), free(g), free(out);
-    free(r.y), free(r.dx), free(r.dw), free(r.db);
-    free(r.sy), free(r.sdx), free(r.sdw), free(r.sdb);
+    tt_conv_refs_free(&r);
 }
 
 static const gconf confs[] = {
