@@ -70,6 +70,20 @@ static inline int64_t pool_axis(int64_t o, int64_t s, int64_t p, int64_t k,
     return end - start;
 }
 
+/* The average window of output (oz, oy, ox), clipped to x: [z0, z1) x
+ * [y0, y1) x [x0, x1) in r[0..5]; returned: its divisor (0 or less for a
+ * window that x clips away entirely). */
+static inline int64_t pool_avg_window(const tm_pool_geom *q, int64_t oz,
+                                      int64_t oy, int64_t ox, int64_t r[6])
+{
+    int64_t div = pool_axis(oz, q->sd, q->pd, q->kd, q->d, &r[0], &r[1]) *
+                  pool_axis(oy, q->sh, q->ph, q->kh, q->h, &r[2], &r[3]) *
+                  pool_axis(ox, q->sw, q->pw, q->kw, q->w, &r[4], &r[5]);
+    if (!q->include_pad) div = (r[1] - r[0]) * (r[3] - r[2]) * (r[5] - r[4]);
+    if (q->divisor > 0) div = q->divisor;
+    return div;
+}
+
 #define T float
 #define SUF f32
 #define LOWEST (-INFINITY)

@@ -7,7 +7,7 @@
  *   LOWEST the value of a window with no tap inside x
  *   PND_MAX_ONLY (optional) only the max loops (integer types), whose
  *         values are never NaN
- * and provides pool_job and pool_axis.  It defines the thread-pool range
+ * and provides pool_job and pool_avg_window.  It defines the thread-pool range
  * functions (planes [p0, p1)) pool_nd_max_SUF, pool_nd_max_backward_SUF,
  * pool_nd_avg_SUF and pool_nd_avg_backward_SUF; the includer undefines T,
  * SUF and LOWEST before the next type.
@@ -85,7 +85,6 @@ static void PND_FN(pool_nd_avg)(int64_t p0, int64_t p1, void *vj)
     const pool_job *jb = vj;
     const tm_pool_geom *q = jb->q;
     int64_t vol = q->d * q->h * q->w, L = q->od * q->oh * q->ow;
-    int64_t z0, z1, y0, y1, x0, x1;
     for (int64_t p = p0; p < p1; p++) {
         const T *x = (const T *)jb->src + p * vol;
         T *y = (T *)jb->dst + p * L;
@@ -93,13 +92,9 @@ static void PND_FN(pool_nd_avg)(int64_t p0, int64_t p1, void *vj)
         for (int64_t oz = 0; oz < q->od; oz++)
             for (int64_t oy = 0; oy < q->oh; oy++)
                 for (int64_t ox = 0; ox < q->ow; ox++, l++) {
-                    int64_t div =
-                        pool_axis(oz, q->sd, q->pd, q->kd, q->d, &z0, &z1) *
-                        pool_axis(oy, q->sh, q->ph, q->kh, q->h, &y0, &y1) *
-                        pool_axis(ox, q->sw, q->pw, q->kw, q->w, &x0, &x1);
-                    if (!q->include_pad)
-                        div = (z1 - z0) * (y1 - y0) * (x1 - x0);
-                    if (q->divisor > 0) div = q->divisor;
+                    int64_t r[6], div = pool_avg_window(q, oz, oy, ox, r);
+                    int64_t z0 = r[0], z1 = r[1], y0 = r[2], y1 = r[3];
+                    int64_t x0 = r[4], x1 = r[5];
                     T acc = 0;
                     for (int64_t zz = z0; zz < z1; zz++)
                         for (int64_t yy = y0; yy < y1; yy++)
@@ -117,7 +112,6 @@ static void PND_FN(pool_nd_avg_backward)(int64_t p0, int64_t p1, void *vj)
     const pool_job *jb = vj;
     const tm_pool_geom *q = jb->q;
     int64_t vol = q->d * q->h * q->w, L = q->od * q->oh * q->ow;
-    int64_t z0, z1, y0, y1, x0, x1;
     for (int64_t p = p0; p < p1; p++) {
         const T *g = (const T *)jb->src + p * L;
         T *dx = (T *)jb->dst + p * vol;
@@ -125,13 +119,9 @@ static void PND_FN(pool_nd_avg_backward)(int64_t p0, int64_t p1, void *vj)
         for (int64_t oz = 0; oz < q->od; oz++)
             for (int64_t oy = 0; oy < q->oh; oy++)
                 for (int64_t ox = 0; ox < q->ow; ox++, l++) {
-                    int64_t div =
-                        pool_axis(oz, q->sd, q->pd, q->kd, q->d, &z0, &z1) *
-                        pool_axis(oy, q->sh, q->ph, q->kh, q->h, &y0, &y1) *
-                        pool_axis(ox, q->sw, q->pw, q->kw, q->w, &x0, &x1);
-                    if (!q->include_pad)
-                        div = (z1 - z0) * (y1 - y0) * (x1 - x0);
-                    if (q->divisor > 0) div = q->divisor;
+                    int64_t r[6], div = pool_avg_window(q, oz, oy, ox, r);
+                    int64_t z0 = r[0], z1 = r[1], y0 = r[2], y1 = r[3];
+                    int64_t x0 = r[4], x1 = r[5];
                     if (div <= 0) continue;
                     T v = g[l] / (T)div;
                     for (int64_t zz = z0; zz < z1; zz++)
