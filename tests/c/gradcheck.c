@@ -108,3 +108,14 @@ bool tt_gradcheck_at(const char *file, int line, const char *name,
     tm_free(R);
     return ok;
 }
+
+double *tt_values(const tm_tensor *t)
+{
+    size_t n = (size_t)tm_numel(t);
+    double *v = malloc(sizeof(double) * (n ? n : 1));
+    if (v && tm_copy_to_buffer(t, v, sizeof(double) * n, TM_F64)) {
+        free(v);
+        return NULL;
+    }
+    return v;
+}

@@ -30,6 +30,10 @@ bool tt_gradcheck_at(const char *file, int line, const char *name,
     tt_gradcheck_at(__FILE__, __LINE__, (name), (f), (ctx), (inputs), (n),    \
                     (tol))
 
+/* The elements of t (any layout, any device) as a malloc'ed row-major
+ * double array (NULL with the error set); free() it. */
+double *tt_values(const tm_tensor *t);
+
 /* A fresh F64 leaf of the shape with values from a fixed stream (seed),
  * requiring grad.  New reference. */
 tm_tensor *tt_leaf(const int64_t *shape, int ndim, uint64_t seed);

@@ -20,18 +20,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* The elements of t (any layout) as a malloc'ed row-major double array. */
-static double *values(const tm_tensor *t)
-{
-    size_t n = (size_t)tm_numel(t);
-    double *v = malloc(sizeof(double) * (n ? n : 1));
-    if (v && tm_copy_to_buffer(t, v, sizeof(double) * n, TM_F64)) {
-        free(v);
-        return NULL;
-    }
-    return v;
-}
-
 typedef struct cconf {
     int64_t n, c, h, w, oc, kh, kw;
     tm_conv2d_opts o;
@@ -119,7 +107,8 @@ static void check_conv_values(const char *file, int line, const cconf *k,
     int64_t ow = out_size(k->w, k->kw, k->o.stride[1], k->o.padding[1],
                           k->o.dilation[1]);
     tm_tensor *y = tm_conv2d(x, w, b, &k->o);
-    double *xv = values(x), *wv = values(w), *bv = b ? values(b) : NULL;
+    double *xv = tt_values(x), *wv = tt_values(w);
+    double *bv = b ? tt_values(b) : NULL;
     double *want = malloc(sizeof(double) * (size_t)(k->n * k->oc * oh * ow));
     if (!y || !xv || !wv || (b && !bv) || !want) {
         tt_fail(file, line, "conv failed: %s", tm_last_error());
@@ -173,7 +162,7 @@ TEST(conv2d_non_contiguous_inputs_and_null_opts)
     tm_tensor *y1 = tm_conv2d(x, w, NULL, NULL);
     tm_tensor *y2 = tm_conv2d(x, w, NULL, &d.o);
     REQUIRE(y1 && y2);
-    double *v2 = values(y2);
+    double *v2 = tt_values(y2);
     REQUIRE(v2);
     CHECK_VALUES(y1, v2, tm_numel(y2), 0, 0);
     free(v2);
@@ -198,7 +187,7 @@ TEST(conv2d_same_bits_for_any_thread_count)
     }
     tm_set_num_threads(0);
     if (y[0] && y[1] && gx[0] && gx[1]) {
-        double *v0 = values(y[0]), *g0 = values(gx[0]);
+        double *v0 = tt_values(y[0]), *g0 = tt_values(gx[0]);
         if (v0 && g0) {
             CHECK_VALUES(y[1], v0, tm_numel(y[0]), 0, 0);
             CHECK_VALUES(gx[1], g0, tm_numel(gx[0]), 0, 0);
@@ -388,7 +377,7 @@ TEST(pool2d_matches_direct_loop)
                 int64_t ow = pool_out(7, o->kernel[1], o->stride[1],
                                       o->padding[1]);
                 tm_tensor *y = mx ? tm_max_pool2d(x, o) : tm_avg_pool2d(x, o);
-                double *xv = x ? values(x) : NULL;
+                double *xv = x ? tt_values(x) : NULL;
                 double *want = malloc(sizeof(double) * (size_t)(6 * oh * ow));
                 if (y && xv && want) {
                     ref_pool(mx, o, 6, 7, 7, xv, want, oh, ow);
@@ -485,7 +474,7 @@ TEST(conv_and_pool_f32_values_and_gradients)
     y32 = tm_conv2d(x32, w32, b32, &k.o);
     p32 = tm_max_pool2d(x32, NULL);
     a32 = tm_avg_pool2d(x32, NULL);
-    vy = values(y64), vp = values(p64), va = values(a64);
+    vy = tt_values(y64), vp = tt_values(p64), va = tt_values(a64);
     if (!y32 || !p32 || !a32 || !vy || !vp || !va) goto fail;
     CHECK(tm_dtype_of(y32) == TM_F32 && tm_dtype_of(p32) == TM_F32);
     CHECK_VALUES(y32, vy, tm_numel(y64), 1e-5, 1e-5);

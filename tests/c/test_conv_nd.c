@@ -16,17 +16,6 @@
 
 #define TOL 1e-6
 
-static double *values(const tm_tensor *t)
-{
-    size_t n = (size_t)tm_numel(t);
-    double *v = malloc(sizeof(double) * (n ? n : 1));
-    if (v && tm_copy_to_buffer(t, v, sizeof(double) * n, TM_F64)) {
-        free(v);
-        return NULL;
-    }
-    return v;
-}
-
 /* One case: nd spatial dims, sizes in slots (leading ones 1). */
 typedef struct ncase {
     int nd;
@@ -213,8 +202,9 @@ TEST(conv_nd_and_transpose_match_direct_loops)
         double *xv = NULL, *wv = NULL, *bv = NULL;
         double *want = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
         if (!leaves(q, 100 + 10 * (uint64_t)i, in) || !want ||
-            !(y = run(q, in[0], in[1], in[2])) || !(xv = values(in[0])) ||
-            !(wv = values(in[1])) || (q->bias && !(bv = values(in[2])))) {
+            !(y = run(q, in[0], in[1], in[2])) ||
+            !(xv = tt_values(in[0])) || !(wv = tt_values(in[1])) ||
+            (q->bias && !(bv = tt_values(in[2])))) {
             tt_fail(__FILE__, __LINE__, "case %d: %s", i, tm_last_error());
         } else {
             ref(q, xv, wv, bv, want, out, pad);
@@ -307,7 +297,7 @@ TEST(conv3d_and_transpose_same_bits_for_any_thread_count)
         if (l && !tm_backward(l)) {
             const tm_tensor *all[4] = {y, yt, tm_grad(x), tm_grad(w)};
             for (int k = 0; k < 4; k++) {
-                v[r][k] = values(all[k]);
+                v[r][k] = tt_values(all[k]);
                 nv[k] = tm_numel(all[k]);
             }
         }
