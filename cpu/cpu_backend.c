@@ -132,4 +132,6 @@ const tm_backend tm__cpu_backend = {
     .grad_norm = tm__cpu_grad_norm,
     .scan = tm__cpu_scan,
     .scatter_reduce = tm__cpu_scatter_reduce,
+    .attention = tm__cpu_attention,
+    .attention_backward = tm__cpu_attention_backward,
 };

@@ -102,6 +102,17 @@ tm_status tm__cpu_index_select(tm_ctx *ctx, const tm_buf *out, const tm_buf *in,
 tm_status tm__cpu_scatter_reduce(tm_ctx *ctx, const tm_buf *dst, int dim,
                                  const tm_buf *index, const tm_buf *src,
                                  tm_scatter_reduce_kind kind);
+/* Attention (cpu/attention/attn_entry.c) and rotary embedding. */
+tm_status tm__cpu_attention(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
+                            const tm_buf *q, const tm_buf *k, const tm_buf *v,
+                            const tm_buf *mask, const tm_attn_params *p);
+tm_status tm__cpu_attention_backward(tm_ctx *ctx, const tm_buf *dq,
+                                     const tm_buf *dk, const tm_buf *dv,
+                                     const tm_buf *g, const tm_buf *q,
+                                     const tm_buf *k, const tm_buf *v,
+                                     const tm_buf *out, const tm_buf *lse,
+                                     const tm_buf *mask,
+                                     const tm_attn_params *p);
 tm_status tm__cpu_sort(tm_ctx *ctx, const tm_buf *values, const tm_buf *indices,
                        const tm_buf *in, bool descending);
 tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,

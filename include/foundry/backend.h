@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 5
+#define TM_BACKEND_ABI_VERSION 6
 
 /* A strided view as kernels see it. */
 typedef struct tm_buf {
@@ -101,7 +101,8 @@ tm_ctx *tm_device_ctx(tm_device dev);
     X(LOSS_BACKWARD, loss_backward)                                           \
     X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
     X(GRAD_NORM, grad_norm) X(SCAN, scan)                                     \
-    X(SCATTER_REDUCE, scatter_reduce)
+    X(SCATTER_REDUCE, scatter_reduce) X(ATTENTION, attention)                 \
+    X(ATTENTION_BACKWARD, attention_backward) X(ROPE, rope)
 
 typedef enum tm_entry {
 #define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
@@ -222,6 +223,57 @@ typedef enum tm_scan_kind {
     TM_SCAN_MIN,      /* running min, likewise */
     TM_SCAN_LOGSUMEXP /* running log(sum(exp(x))) */
 } tm_scan_kind;
+
+/* One scaled-dot-product attention, for `attention` and
+ * `attention_backward`.  Shapes: q (B, H, Tq, D), k (B, Hkv, Tk, D),
+ * v (B, Hkv, Tk, Dv), out (B, H, Tq, Dv), lse (B, H, Tq), mask (B, H, Tq,
+ * Tk), with H a multiple of Hkv: query head h reads key/value head
+ * h / (H / Hkv) (grouped-query attention; Hkv == 1 is multi-query).
+ *
+ * Which keys a query sees.  Query i sees key j when all of these hold:
+ *   causal:      j <= i + offset   (offset 0 is PyTorch's is_causal, the
+ *                                   diagonal aligned top-left; Tk - Tq
+ *                                   aligns it bottom-right: a chunk of new
+ *                                   queries after a KV cache of Tk - Tq)
+ *   window > 0:  j > i + offset - window   (at most the last `window`
+ *                                   keys up to the diagonal)
+ *   mask BOOL:   mask[b, h, i, j] is true (true = takes part, as PyTorch)
+ * A float mask is instead added to the scaled score: s = scale * q.k +
+ * mask[b, h, i, j] (-inf hides the key).  A query that sees no key (or
+ * only -inf scores) has out = 0 and lse = -inf, and passes no gradient.
+ *
+ * Dropout.  With dropout_p > 0 each softmax weight w[b, h, i, j] is kept
+ * with probability 1 - p and scaled by 1 / (1 - p), else dropped, after
+ * the softmax (PyTorch's order); lse is that of the undropped softmax.
+ * The decision for element e = ((b*H + h)*Tq + i)*Tk + j is the one
+ * tm_uniform_ would draw for element e of an F32 (B, H, Tq, Tk) tensor
+ * from `rng` (random.h): word e % 4 of Philox block rng.counter + e / 4,
+ * u = (word >> 8) * 2^-24, kept iff u < (float)(1 - p).  The backward
+ * regenerates the same decisions from the same rng; nothing is stored.
+ * The front end advances the caller's generator by ceil(B*H*Tq*Tk / 4)
+ * blocks. */
+typedef struct tm_attn_params {
+    double scale;     /* multiplies q.k (the front end's default 1/sqrt(D)) */
+    bool causal;
+    int64_t offset;   /* the diagonal of causal and window (above) */
+    int64_t window;   /* > 0: a sliding window of that many keys; 0: none */
+    double dropout_p; /* in [0, 1); 0: no dropout (rng unused) */
+    tm_rng rng;
+} tm_attn_params;
+
+/* Rotary position embedding, for `rope`: the first rotary_dim (even) of
+ * x's last dim D are rotated in pairs (x1, x2) by the angle whose cosine
+ * and sine are given,
+ *     out1 = x1 cos - x2 sin,   out2 = x2 cos + x1 sin
+ * (with -sin when `inverse`: the backward, a rotation back); the other
+ * D - rotary_dim elements are copied.  Pair t (0 <= t < rotary_dim / 2) is
+ * (2t, 2t + 1) when `interleaved` (GPT-J, ggml's normal mode), else
+ * (t, t + rotary_dim / 2) (GPT-NeoX, Hugging Face Llama). */
+typedef struct tm_rope_params {
+    int64_t rotary_dim;
+    bool interleaved;
+    bool inverse;
+} tm_rope_params;
 
 /* ---------------------------------------------------------------- table */
 
@@ -453,6 +505,42 @@ typedef struct tm_backend {
     tm_status (*scatter_reduce)(tm_ctx *ctx, const tm_buf *dst, int dim,
                                 const tm_buf *index, const tm_buf *src,
                                 tm_scatter_reduce_kind kind);
+
+    /* Scaled-dot-product attention (tm_attn_params has the shapes and
+     * which keys each query sees): out[b, h, i] = sum_j w_ij v[b, h', j]
+     * with w_i = softmax_j(scale * q_i.k_j (+ float mask)) over the keys
+     * query i sees (dropout applied), and lse[b, h, i] = the log-sum-exp
+     * of those scores.  q, out and lse share a float dtype (F32 or F64);
+     * k and v have q's dtype, or F16 / BF16 for an F32 q (a cache stored
+     * narrow, computed in F32).  A float mask has q's dtype.  q, k, v and
+     * mask may have any strides (mask broadcast with stride 0 over any of
+     * its dims) but a unit stride on their last dim; out and lse are
+     * contiguous.  lse may be absent (inference).  The kernel may not
+     * allocate O(Tq * Tk) memory: weights are never stored. */
+    tm_status (*attention)(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
+                           const tm_buf *q, const tm_buf *k, const tm_buf *v,
+                           const tm_buf *mask, const tm_attn_params *p);
+    /* Gradients of attention from g (the shape of out, unit last stride),
+     * given the forward's q, k, v, out, lse and mask (and the same
+     * params, so dropout repeats): dq, dk, dv (contiguous, overwritten),
+     * each absent when not wanted.  dk and dv are summed over the query
+     * heads of each key/value head.  All float buffers have q's dtype (F32
+     * or F64).  No O(Tq * Tk) memory. */
+    tm_status (*attention_backward)(tm_ctx *ctx, const tm_buf *dq,
+                                    const tm_buf *dk, const tm_buf *dv,
+                                    const tm_buf *g, const tm_buf *q,
+                                    const tm_buf *k, const tm_buf *v,
+                                    const tm_buf *out, const tm_buf *lse,
+                                    const tm_buf *mask,
+                                    const tm_attn_params *p);
+    /* Rotary embedding (tm_rope_params): out (contiguous) from x, both
+     * (..., T, D); cos and sin have x's shape with the last dim
+     * rotary_dim / 2 (broadcast, stride 0, over any leading dim; the
+     * front end picks each row's position).  One float dtype (F32 or
+     * F64); x, cos and sin with a unit last stride. */
+    tm_status (*rope)(tm_ctx *ctx, const tm_buf *out, const tm_buf *x,
+                      const tm_buf *cos, const tm_buf *sin,
+                      const tm_rope_params *p);
 } tm_backend;
 
 /* Registers the backend of a device type.  Checks abi_version and size
