@@ -133,16 +133,16 @@ tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
         a.p.rng = tm__rng_take(o.rng, n / 4 + (n % 4 != 0));
     }
     a.ct = compute_dtype(q->dtype);
+    const tm_tensor *ins[3] = {q, k, v};
+    bool grad = tm__ag_needed(3, ins);
     bool composed = o.impl == TM_SDPA_COMPOSED ||
                     (o.impl == TM_SDPA_AUTO &&
-                     tm__sdpa_prefer_composed(&a.g, &o));
+                     tm__sdpa_prefer_composed(&a.g, grad));
     if (composed) {
         y = tm__sdpa_composed(fn, q, k, v, o.mask, &a.g, &a.p);
         if (!y) goto fail;
         return y;
     }
-    const tm_tensor *ins[3] = {q, k, v};
-    bool grad = tm__ag_needed(3, ins);
     bool kv_as_is = a.ct == TM_F32 && narrow(k->dtype) &&
                     narrow(v->dtype) && !tm__ag_requires(k) &&
                     !tm__ag_requires(v);

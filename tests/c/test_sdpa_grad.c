@@ -294,3 +294,37 @@ TEST(sdpa_memory_t8192_forward_backward_below_64mb)
     tm_free(y), tm_free(l);
     tm_free(q), tm_free(k), tm_free(v);
 }
+
+static bool fused_node(const tm_tensor *y)
+{
+    const char *n = y ? tm_grad_fn_name(y) : NULL;
+    return n && strcmp(n, "ScaledDotProductFlashAttentionBackward") == 0;
+}
+
+TEST(sdpa_auto_dispatch_rule)
+{
+    /* many heads of at most 3 x 3 scores with a backward: composed; the
+     * same without many heads, or with 4 x 4 scores: fused; and both agree */
+    tm_tensor *q = tt_sdpa_input((int64_t[]){16, 4, 3, 8}, 4, TM_F32, 1, NULL);
+    tm_tensor *k = tt_sdpa_input((int64_t[]){16, 4, 3, 8}, 4, TM_F32, 2, NULL);
+    tm_tensor *q4 = tt_sdpa_input((int64_t[]){16, 4, 4, 8}, 4, TM_F32, 3,
+                                  NULL);
+    tm_tensor *qs = tt_sdpa_input((int64_t[]){2, 4, 3, 8}, 4, TM_F32, 4, NULL);
+    tm_tensor *ks = tt_sdpa_input((int64_t[]){2, 4, 3, 8}, 4, TM_F32, 5, NULL);
+    REQUIRE(q && k && q4 && qs && ks);
+    tm_requires_grad_(q, true), tm_requires_grad_(q4, true);
+    tm_requires_grad_(qs, true);
+    tm_tensor *ya = tm_sdpa(q, k, k, NULL);
+    tm_sdpa_opts f = {.impl = TM_SDPA_FUSED};
+    tm_tensor *yf = tm_sdpa(q, k, k, &f);
+    tm_tensor *y4 = tm_sdpa(q4, k, k, NULL);
+    tm_tensor *ys = tm_sdpa(qs, ks, ks, NULL);
+    REQUIRE(ya && yf && y4 && ys);
+    CHECK(!fused_node(ya) && fused_node(yf));
+    CHECK(fused_node(y4) && fused_node(ys));
+    double *a = tt_values(ya), *b = tt_values(yf);
+    CHECK(a && b && tt_rel_err(a, b, 16 * 4 * 3 * 8) <= 1e-6);
+    free(a), free(b);
+    tm_free(q), tm_free(k), tm_free(q4), tm_free(qs), tm_free(ks);
+    tm_free(ya), tm_free(yf), tm_free(y4), tm_free(ys);
+}
