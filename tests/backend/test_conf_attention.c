@@ -213,3 +213,14 @@ TEST(conformance_attention_refuses_mixed_devices)
     CHECK_NULL_ERR(tm_sdpa(kd, k, k, &o), TM_EDEVICE, "tm_sdpa");
     tm_free(q), tm_free(k), tm_free(m), tm_free(kd);
 }
+
+TEST(conformance_attention_composed_path)
+{
+    /* the composed path's ordinary ops (arange masks, masked_fill,
+     * softmax, the dropout fill) on the devices */
+    conf_case c = {"composed", 1, 4, 2, 13, 19, 8, 8, TM_F32, TM_F32, 1,
+                   {.causal = true, .causal_offset = 4, .window = 7,
+                    .dropout_p = 0.3, .impl = TM_SDPA_COMPOSED},
+                   true, 21};
+    conf_run(&c);
+}
