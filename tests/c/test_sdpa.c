@@ -353,3 +353,49 @@ TEST(sdpa_composed_path_matches_reference)
      * largest value */
     SDPA_CHECK("composed f16", &cs[1], TM_F16, &COMPOSED, true, 2e-3, 116);
 }
+
+TEST(sdpa_masks_are_not_expanded)
+{
+    /* a (Tq, Tk) mask under B x H = 32 heads reaches the kernel broadcast:
+     * the forward's extra peak stays below one (B, H, Tq, Tk) BOOL mask */
+    int64_t b = 4, h = 8, t = 128;
+    tm_tensor *q = tt_sdpa_input((int64_t[]){b, h, t, 8}, 4, TM_F32, 1, NULL);
+    tm_tensor *m = bool_mask((int64_t[]){t, t}, 2, 2);
+    tm_tensor *f = float_mask((int64_t[]){1, h, 1, t}, 4, 3, TM_F32);
+    REQUIRE(q && m && f);
+    tm_sdpa_opts o = {.mask = m, .impl = TM_SDPA_FUSED};
+    for (int i = 0; i < 2; i++) {
+        tm_mem_stats before, after;
+        tm_memory_reset_peak();
+        tm_memory_stats(&before);
+        tm_tensor *y = tm_sdpa(q, q, q, &o);
+        tm_memory_stats(&after);
+        CHECK(y != NULL);
+        size_t extra = after.peak_bytes - before.current_bytes;
+        size_t full = (size_t)(b * h * t * t);
+        if (y && !(extra < tm_nbytes(y) + full / 2))
+            tt_fail(__FILE__, __LINE__, "mask %d: extra peak %zu bytes for "
+                    "an output of %zu", i, extra, tm_nbytes(y));
+        tm_free(y);
+        o.mask = f;
+    }
+    tm_free(q), tm_free(m), tm_free(f);
+}
+
+TEST(sdpa_strided_mask_rows)
+{
+    /* a mask whose key dim is strided (a transposed view) is compacted
+     * at its own size and gives the values of its contiguous copy */
+    tt_sdpa_case c = {1, 2, 2, 12, 20, 8, 8, false, 0, 0, 0.0};
+    tm_tensor *mt = float_mask((int64_t[]){20, 12}, 2, 4, TM_F32);
+    tm_tensor *m = mt ? tm_transpose(mt, 0, 1) : NULL;
+    tm_tensor *bt = bool_mask((int64_t[]){20, 12}, 2, 5);
+    tm_tensor *mb = bt ? tm_transpose(bt, 0, 1) : NULL;
+    REQUIRE(m && mb);
+    tm_sdpa_opts o = FUSED;
+    o.mask = m;
+    SDPA_CHECK("transposed float mask", &c, TM_F32, &o, true, TOL32, 6);
+    o.mask = mb;
+    SDPA_CHECK("transposed bool mask", &c, TM_F32, &o, true, TOL32, 7);
+    tm_free(mt), tm_free(m), tm_free(bt), tm_free(mb);
+}
