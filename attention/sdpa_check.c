@@ -303,6 +303,8 @@ fail:
 
 bool tm__sdpa_prefer_composed(const tm__sdpa_geom *g, bool grad)
 {
-    return grad && g->tq * g->tk <= SDPA_COMPOSED_MAX_SCORES &&
+    /* compared by division: Tq * Tk itself may not fit in int64 */
+    return grad && g->tq <= SDPA_COMPOSED_MAX_SCORES &&
+           (g->tq == 0 || g->tk <= SDPA_COMPOSED_MAX_SCORES / g->tq) &&
            g->b * g->h >= SDPA_COMPOSED_MIN_HEADS;
 }
