@@ -91,18 +91,21 @@ static void pack_range(int64_t u0, int64_t u1, void *ctx)
         int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
                                                          : AF_KT;
         float *kt = J->kpack + (size_t)(u * ge->d * AF_KT);
-        float row[1024];
+        float row[256];
         for (int64_t jj = 0; jj < AF_KT; jj++) {
             if (jj >= nk) {
                 for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = 0;
                 continue;
             }
-            const void *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
-            for (int64_t c0 = 0; c0 < ge->d; c0 += 1024) {
-                int64_t n = ge->d - c0 < 1024 ? ge->d - c0 : 1024;
-                load_f32((const char *)src +
-                             (size_t)c0 * tm_dtype_size(J->k->dtype),
-                         J->k->dtype, n, row);
+            const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
+            if (J->k->dtype == TM_F32) {
+                const float *f = (const float *)src;
+                for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
+                continue;
+            }
+            for (int64_t c0 = 0; c0 < ge->d; c0 += 256) {
+                int64_t n = ge->d - c0 < 256 ? ge->d - c0 : 256;
+                load_f32(src + (size_t)c0 * 2, J->k->dtype, n, row);
                 for (int64_t c = 0; c < n; c++)
                     kt[(c0 + c) * AF_KT + jj] = row[c];
             }
@@ -336,12 +339,16 @@ static void finish_rows(const af_job *J, int64_t bh, int64_t i0, int64_t nr,
     for (int64_t r = 0; r < nr; r++) {
         int64_t row = bh * ge->tq + i0 + r;
         float *dst = out + row * ge->dv;
-        bool seen = m[r] > -INFINITY && l[r] > 0.0;
-        float f = seen ? (float)(J->dr.keep_scale / l[r]) : 0.0f;
-        if (J->p->dropout_p <= 0.0 && seen) f = (float)(1.0 / l[r]);
-        for (int64_t c = 0; c < ge->dv; c++)
-            dst[c] = seen ? o[r * ldo + c] * f : 0.0f;
-        if (lse) lse[row] = seen ? (float)(m[r] + log(l[r])) : -INFINITY;
+        const float *src = o + r * ldo;
+        if (!(m[r] > -INFINITY && l[r] > 0.0)) {
+            memset(dst, 0, sizeof(float) * (size_t)ge->dv);
+            if (lse) lse[row] = -INFINITY;
+            continue;
+        }
+        float f = (float)((J->p->dropout_p > 0.0 ? J->dr.keep_scale : 1.0) /
+                          l[r]);
+        for (int64_t c = 0; c < ge->dv; c++) dst[c] = src[c] * f;
+        if (lse) lse[row] = (float)(m[r] + log(l[r]));
     }
 }
 

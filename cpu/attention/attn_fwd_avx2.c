@@ -25,6 +25,7 @@ static inline float af_hmax8(__m256 v)
 #define AF_FAM avx2
 #define AF_NAME "avx2"
 #define AF_W 8
+#define AF_R 4
 #define AF_NV 2
 #define AF_V __m256
 #define AF_VI __m256i

@@ -7,6 +7,7 @@
 #define AF_FAM avx512
 #define AF_NAME "avx512"
 #define AF_W 16
+#define AF_R 4
 #define AF_NV 4
 #define AF_V __m512
 #define AF_VI __m512i

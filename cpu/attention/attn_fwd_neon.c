@@ -7,6 +7,7 @@
 #define AF_FAM neon
 #define AF_NAME "neon"
 #define AF_W 4
+#define AF_R 4
 #define AF_NV 4
 #define AF_V float32x4_t
 #define AF_VI int32x4_t

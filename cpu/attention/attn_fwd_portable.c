@@ -29,6 +29,7 @@ static inline float af_clamp(float x, float lo, float hi)
 #define AF_FAM portable
 #define AF_NAME "portable"
 #define AF_W 1
+#define AF_R 4
 #define AF_NV 4
 #define AF_V float
 #define AF_VI int32_t

@@ -4,13 +4,14 @@
  * by one file per kernel family (no include guard).  The includer defines
  *   AF_FAM                      the family's suffix (portable, avx2, ...)
  *   AF_W, AF_V, AF_VI           floats per vector, float / int32 vectors
- *   AF_NV                       vectors per register block's row (scores:
- *                               keys, P.V: output columns)
+ *   AF_R, AF_NV                 rows (4 or more) of a register block and
+ *                               vectors per row (scores: keys, P.V: output
+ *                               columns)
  *   AF_ZERO() AF_SET1(x) AF_LOAD(p) AF_STORE(p, v)       (unaligned)
  *   AF_FMA(a, b, c) = a*b + c, AF_MUL AF_ADD AF_SUB AF_MAX AF_CLAMP(x,lo,hi)
  *   AF_HSUM(v) AF_HMAX(v)       horizontal sum / max to a float
  *   AF_ASI AF_ASV AF_ISET AF_IADD AF_ISUB AF_ISRA1 AF_ISLL23  (for exp)
- * Register blocks are 4 (or 1) rows by AF_NV (or 1) vectors: the loops
+ * Register blocks are AF_R (or 4, or 1) rows by AF_NV (or 1) vectors: the loops
  * over them have constant bounds and are unrolled, so their accumulators
  * live in registers.
  */
@@ -52,8 +53,8 @@ AF_INL AF_V AF(exp)(AF_V x)
 AF_INL void AF(sblk)(const int R, int64_t d, const float *q, int64_t ldq,
                      const float *kt, float *s, AF_V sc)
 {
-    AF_V acc[4][AF_NV];
-#pragma GCC unroll 4
+    AF_V acc[AF_R][AF_NV];
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
         for (int v = 0; v < AF_NV; v++) acc[r][v] = AF_ZERO();
@@ -62,7 +63,7 @@ AF_INL void AF(sblk)(const int R, int64_t d, const float *q, int64_t ldq,
 #pragma GCC unroll 8
         for (int v = 0; v < AF_NV; v++)
             kv[v] = AF_LOAD(kt + c * AF_KT + v * AF_W);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             AF_V qb = AF_SET1(q[r * ldq + c]);
 #pragma GCC unroll 8
@@ -70,7 +71,7 @@ AF_INL void AF(sblk)(const int R, int64_t d, const float *q, int64_t ldq,
                 acc[r][v] = AF_FMA(qb, kv[v], acc[r][v]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
         for (int v = 0; v < AF_NV; v++)
@@ -82,6 +83,10 @@ static void AF(s_packed)(int64_t nr, int64_t d, const float *q, int64_t ldq,
 {
     const AF_V sc = AF_SET1(scale);
     int64_t r = 0;
+    for (; r + AF_R <= nr; r += AF_R)
+        for (int64_t jb = 0; jb < AF_KT; jb += AF_NV * AF_W)
+            AF(sblk)(AF_R, d, q + r * ldq, ldq, kt + jb,
+                     s + r * AF_KT + jb, sc);
     for (; r + 4 <= nr; r += 4)
         for (int64_t jb = 0; jb < AF_KT; jb += AF_NV * AF_W)
             AF(sblk)(4, d, q + r * ldq, ldq, kt + jb, s + r * AF_KT + jb,
@@ -132,8 +137,8 @@ AF_INL void AF(pvblk)(const int R, const int NC, int64_t nk, const float *p,
                       int64_t ldp, const float *v, int64_t ldv, float *o,
                       int64_t ldo)
 {
-    AF_V acc[4][AF_NV];
-#pragma GCC unroll 4
+    AF_V acc[AF_R][AF_NV];
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
         for (int x = 0; x < NC; x++)
@@ -142,7 +147,7 @@ AF_INL void AF(pvblk)(const int R, const int NC, int64_t nk, const float *p,
         AF_V vv[AF_NV];
 #pragma GCC unroll 8
         for (int x = 0; x < NC; x++) vv[x] = AF_LOAD(v + j * ldv + x * AF_W);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             AF_V pb = AF_SET1(p[r * ldp + j]);
 #pragma GCC unroll 8
@@ -150,7 +155,7 @@ AF_INL void AF(pvblk)(const int R, const int NC, int64_t nk, const float *p,
                 acc[r][x] = AF_FMA(pb, vv[x], acc[r][x]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
         for (int x = 0; x < NC; x++)
@@ -173,6 +178,9 @@ static void AF(pv)(int64_t nr, int64_t nk, int64_t dvp, const float *p,
                    int64_t ldo)
 {
     int64_t r = 0;
+    for (; r + AF_R <= nr; r += AF_R)
+        AF(pv_rows)(AF_R, nk, dvp, p + r * ldp, ldp, v, ldv, o + r * ldo,
+                    ldo);
     for (; r + 4 <= nr; r += 4)
         AF(pv_rows)(4, nk, dvp, p + r * ldp, ldp, v, ldv, o + r * ldo, ldo);
     for (; r < nr; r++)
