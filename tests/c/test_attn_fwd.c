@@ -150,6 +150,7 @@ static bool run_case(const acase *c, unsigned seed)
     }
     double tol = 1e-5 * (max_abs(o.handle, no) > 1e-30
                              ? max_abs(o.handle, no) : 1.0);
+    float *first = malloc(sizeof(float) * (size_t)(no ? no : 1));
     for (int rep = 0; rep < 2 && ok; rep++) {
         tm_set_num_threads(rep ? 3 : 1);
         memset(o2.handle, 0x7f, sizeof(float) * (size_t)no);
@@ -168,6 +169,13 @@ static bool run_case(const acase *c, unsigned seed)
                         (double)a[i], (double)r[i], tol, rep ? 3 : 1);
                 ok = false;
             }
+        /* the key split fixed, no result depends on the thread count */
+        if (rep == 0 && first) memcpy(first, a, sizeof(float) * (size_t)no);
+        if (rep == 1 && first && c->splits > 0 &&
+            memcmp(first, a, sizeof(float) * (size_t)no) != 0) {
+            tt_fail(__FILE__, __LINE__, "1 and 3 threads differ");
+            ok = false;
+        }
         const float *la = l2.handle, *lr = l.handle;
         for (int64_t i = 0; i < nl && ok; i++) {
             bool same = lr[i] == -INFINITY
@@ -183,6 +191,7 @@ static bool run_case(const acase *c, unsigned seed)
         }
     }
     tm_set_num_threads(0);
+    free(first);
     free(q.handle), free(k.handle), free(v.handle), free(o.handle);
     free(o2.handle), free(l.handle), free(l2.handle), free(m.handle);
     return ok;
@@ -265,4 +274,88 @@ TEST(attn_fwd_matches_reference_for_every_kernel_family)
                         tm__isa_name(isas[f]));
     }
     tm__set_isa(saved);
+}
+
+/* Keys no row may see are never read: NaN in their key and value rows
+ * (past a causal diagonal, in a tile a bool mask hides, in the part of a
+ * diagonal tile past every row's last key) leaves the output that of
+ * clean data.  The tiles that hold them are skipped, or their weights
+ * are not applied. */
+TEST(attn_fwd_skips_keys_no_row_sees)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        /* 0: causal, rows [0, 50) see keys [0, 50); 1: a bool mask hides
+         * keys [64, 128) from every row */
+        int64_t tq = 50, tk = 200, d = 32;
+        lcg_state = 77 + (uint64_t)variant;
+        tm_buf q = make_buf(TM_F32, 1, 2, tq, d, false);
+        tm_buf k = make_buf(TM_F32, 1, 2, tk, d, false);
+        tm_buf v = make_buf(TM_F32, 1, 2, tk, d, false);
+        tm_buf o = make_buf(TM_F32, 1, 2, tq, d, false);
+        tm_buf o2 = make_buf(TM_F32, 1, 2, tq, d, false);
+        tm_buf m = make_buf(TM_BOOL, 1, 1, tq, tk, false);
+        fill(&q), fill(&k), fill(&v);
+        m.shape[1] = 2, m.strides[1] = 0;
+        for (int64_t i = 0; i < tq; i++)
+            for (int64_t j = 0; j < tk; j++)
+                ((bool *)m.handle)[i * tk + j] = j < 64 || j >= 128;
+        tm_attn_params p = {0.2, variant == 0, 0, 0, 0.0, tm_rng_new(0)};
+        tm_buf none;
+        memset(&none, 0, sizeof none);
+        const tm_buf *mask = variant ? &m : &none;
+        REQUIRE(tm__attn_ref_forward(&o, NULL, &q, &k, &v, mask, &p) ==
+                TM_OK);
+        int64_t j0 = variant ? 64 : 50, j1 = variant ? 128 : tk;
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t j = j0; j < j1; j++)
+                for (int64_t c = 0; c < d; c++) {
+                    *(float *)at(&k, 0, h, j, c) = NAN;
+                    *(float *)at(&v, 0, h, j, c) = NAN;
+                }
+        for (int splits = 0; splits < 3; splits++) {
+            CHECK_INT(tm__attn_fwd_f32(&o2, NULL, &q, &k, &v, mask, &p,
+                                       splits),
+                      TM_OK);
+            const float *a = o2.handle, *r = o.handle;
+            for (int64_t i = 0; i < 2 * tq * d; i++)
+                if (!(fabs((double)a[i] - r[i]) <= 1e-5)) {
+                    tt_fail(__FILE__, __LINE__, "variant %d, splits %d: "
+                            "out[%lld] = %g, want %g", variant, splits,
+                            (long long)i, (double)a[i], (double)r[i]);
+                    break;
+                }
+        }
+        free(q.handle), free(k.handle), free(v.handle), free(o.handle);
+        free(o2.handle), free(m.handle);
+    }
+}
+
+/* Dropout drops: the output differs from the undropped one, while lse
+ * (of the undropped weights) is the same. */
+TEST(attn_fwd_dropout_changes_weights_not_lse)
+{
+    int64_t tq = 40, tk = 70, d = 16;
+    lcg_state = 5;
+    tm_buf q = make_buf(TM_F32, 1, 1, tq, d, false);
+    tm_buf k = make_buf(TM_F32, 1, 1, tk, d, false);
+    tm_buf v = make_buf(TM_F32, 1, 1, tk, d, false);
+    tm_buf o = make_buf(TM_F32, 1, 1, tq, d, false);
+    tm_buf o2 = make_buf(TM_F32, 1, 1, tq, d, false);
+    tm_buf l = make_buf(TM_F32, 1, 1, tq, 1, false);
+    tm_buf l2 = make_buf(TM_F32, 1, 1, tq, 1, false);
+    fill(&q), fill(&k), fill(&v);
+    l.ndim = l2.ndim = 3;
+    tm_buf none;
+    memset(&none, 0, sizeof none);
+    tm_attn_params p = {0.25, false, 0, 0, 0.0, tm_rng_new(9)};
+    REQUIRE(tm__attn_fwd_f32(&o, &l, &q, &k, &v, &none, &p, 0) == TM_OK);
+    p.dropout_p = 0.4;
+    REQUIRE(tm__attn_fwd_f32(&o2, &l2, &q, &k, &v, &none, &p, 0) == TM_OK);
+    int differ = 0;
+    for (int64_t i = 0; i < tq * d; i++)
+        differ += ((float *)o.handle)[i] != ((float *)o2.handle)[i];
+    CHECK(differ > tq * d / 2);
+    CHECK(memcmp(l.handle, l2.handle, sizeof(float) * (size_t)tq) == 0);
+    free(q.handle), free(k.handle), free(v.handle), free(o.handle);
+    free(o2.handle), free(l.handle), free(l2.handle);
 }
