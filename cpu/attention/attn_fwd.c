@@ -31,9 +31,11 @@
 
 /* Fewer query rows than this use the row path (no packing). */
 #define AF_ROWS_MAX 16
-/* Packed keys and values of at most this many bytes at once (at least
- * one key/value head): larger calls pack a wave of heads at a time. */
-#define AF_PACK_BYTES ((size_t)32 << 20)
+/* Packed keys and values of at most this many bytes per thread at once
+ * (at least one key/value head): larger calls pack a wave of heads at a
+ * time, whose packing is still in cache when its tiles read it (1 MiB
+ * measured ~8% faster than 32 MiB on B=8, H=8, T=256). */
+#define AF_PACK_BYTES ((size_t)1 << 20)
 /* A key split spans at least this many keys. */
 #define AF_SPLIT_MIN_KEYS 256
 
@@ -352,15 +354,16 @@ static void finish_rows(const af_job *J, int64_t bh, int64_t i0, int64_t nr,
     }
 }
 
-/* Task x of the wave -> (b, h, query tile, split), longest tiles first. */
+/* Task x of the wave -> (b, h, query tile, split): head by head, so that
+ * a head's packed keys stay in cache while its tiles run, and within a
+ * head the longest (causal: last) tiles first. */
 static void task_of(const af_job *J, int64_t x, int64_t *bh, int64_t *tile,
                     int64_t *split)
 {
-    int64_t nqh = (J->kv1 - J->kv0) * J->ge.group;
     *split = x % J->nsplit;
     x /= J->nsplit;
-    *bh = J->kv0 * J->ge.group + x % nqh;
-    *tile = J->ntq - 1 - x / nqh;
+    *tile = J->ntq - 1 - x % J->ntq;
+    *bh = J->kv0 * J->ge.group + x / J->ntq;
 }
 
 static void work_part(int part, int nparts, void *ctx)
@@ -480,8 +483,15 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         head_bytes = sizeof(float) *
                      (size_t)(J.nkt * ge->d * AF_KT +
                               (J.v_direct ? 0 : ge->tk * J.dvp));
-        if (head_bytes > 0 && AF_PACK_BYTES / head_bytes < (size_t)wave)
-            wave = (int64_t)(AF_PACK_BYTES / head_bytes);
+        size_t budget = AF_PACK_BYTES * (size_t)tm_get_num_threads();
+        /* enough heads for four tasks a thread, for balance */
+        int64_t tasks_per_kv = ge->group * J.ntq * J.nsplit;
+        int64_t least = (4 * tm_get_num_threads() + tasks_per_kv - 1) /
+                        tasks_per_kv;
+        if (head_bytes > 0 && budget / head_bytes < (size_t)wave)
+            wave = (int64_t)(budget / head_bytes);
+        if (wave < least) wave = least;
+        if (wave > nkv) wave = nkv;
         if (wave < 1) wave = 1;
     }
     int64_t max_tasks = wave * ge->group * J.ntq * J.nsplit;
