@@ -6,6 +6,7 @@
  * the least process CPU time of a run (all threads, their spinning too).
  *   make build/native-cc/bench/attention_kernel_fwd
  *   build/native-cc/bench/attention_kernel_fwd [threads] [splits] [shape]
+ * (shape 1..5: one of them alone).
  * bench/attention_kernel_fwd.py runs PyTorch's SDPA on the same shapes. */
 #include "../cpu/attention/attn_impl.h"
 
@@ -87,5 +88,8 @@ int main(int argc, char **argv)
     if (!only || only == 4)
         run("decode B=1 H=8 Tq=1 Tk=4096 D=64", 1, 8, 8, 1, 4096, 64, false,
         splits);
+    if (!only || only == 5)
+        run("decode GQA B=1 H=32 Hkv=8 Tq=1 Tk=4096 D=128", 1, 32, 8, 1,
+            4096, 128, false, splits);
     return 0;
 }

@@ -96,6 +96,8 @@ def main():
         128, True)
     run(lib, "decode B=1 H=8 Tq=1 Tk=4096 D=64", 1, 8, 8, 1, 4096, 64,
         False)
+    run(lib, "decode GQA B=1 H=32 Hkv=8 Tk=4096 D=128", 1, 32, 8, 1, 4096,
+        128, False)
 
 
 if __name__ == "__main__":

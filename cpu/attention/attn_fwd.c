@@ -47,6 +47,7 @@ typedef struct af_job {
     tm__attn_dropout dr;
     bool packed, k_direct, v_direct;
     int64_t dp, dvp, ntq, nkt, nsplit;
+    int64_t hg; /* query heads per task: 1, or a group on the row path */
     /* the wave of key/value heads [kv0, kv1) packed now, and its tasks */
     int64_t kv0, kv1, ntask;
     float *kpack, *vpack;
@@ -162,19 +163,26 @@ static size_t scratch_bytes(const af_job *J)
                             64);
 }
 
-/* The masks of one score tile: rows [i0, i0 + nr) of head (b, h), keys
+/* The rows of a tile: nr = heads * ni rows, row r the query i0 + r % ni
+ * of head h0 + r / ni (several heads: the query heads of one key/value
+ * head, stacked on the row path so that its keys are read once). */
+typedef struct af_rows {
+    int64_t b, h0, i0, ni, nr;
+} af_rows;
+
+/* The masks of one score tile: rows T of batch T->b, keys
  * [j0, j0 + nk).  Scores outside a row's range (and keys past nk) become
  * -inf, a float mask is added, a false bool hides. */
-static void mask_tile(const af_job *J, float *s, int64_t b, int64_t h,
-                      int64_t i0, int64_t nr, int64_t j0, int64_t nk,
-                      bool full)
+static void mask_tile(const af_job *J, float *s, const af_rows *T,
+                      int64_t j0, int64_t nk, bool full)
 {
     const tm_buf *mk = J->mask;
-    for (int64_t r = 0; r < nr; r++) {
+    for (int64_t r = 0; r < T->nr; r++) {
         float *sr = s + r * AF_KT;
-        int64_t lo = 0, hi = nk;
+        int64_t lo = 0, hi = nk, h = T->h0 + r / T->ni,
+                i = T->i0 + r % T->ni;
         if (!full) {
-            tm__attn_row_range(J->p, J->ge.tk, i0 + r, &lo, &hi);
+            tm__attn_row_range(J->p, J->ge.tk, i, &lo, &hi);
             lo = lo - j0 < 0 ? 0 : lo - j0 > nk ? nk : lo - j0;
             hi = hi - j0 > nk ? nk : hi - j0;
             if (hi < lo) hi = lo;
@@ -183,8 +191,8 @@ static void mask_tile(const af_job *J, float *s, int64_t b, int64_t h,
         for (int64_t j = hi; j < AF_KT; j++) sr[j] = -INFINITY;
         if (!mk || !mk->handle) continue;
         const char *base = (const char *)mk->handle + mk->offset;
-        int64_t off = b * mk->strides[0] + h * mk->strides[1] +
-                      (i0 + r) * mk->strides[2] + j0 * mk->strides[3];
+        int64_t off = T->b * mk->strides[0] + h * mk->strides[1] +
+                      i * mk->strides[2] + j0 * mk->strides[3];
         int64_t sj = mk->strides[3];
         if (mk->dtype == TM_BOOL) {
             const bool *mr = (const bool *)base + off;
@@ -198,16 +206,17 @@ static void mask_tile(const af_job *J, float *s, int64_t b, int64_t h,
 }
 
 /* Whether a bool mask hides every key of the tile from every row. */
-static bool mask_tile_empty(const af_job *J, int64_t b, int64_t h,
-                            int64_t i0, int64_t nr, int64_t j0, int64_t nk)
+static bool mask_tile_empty(const af_job *J, const af_rows *T, int64_t j0,
+                            int64_t nk)
 {
     const tm_buf *mk = J->mask;
     if (!mk || !mk->handle || mk->dtype != TM_BOOL) return false;
     const bool *base =
         (const bool *)((const char *)mk->handle + mk->offset);
-    for (int64_t r = 0; r < nr; r++) {
-        const bool *mr = base + b * mk->strides[0] + h * mk->strides[1] +
-                         (i0 + r) * mk->strides[2] + j0 * mk->strides[3];
+    for (int64_t r = 0; r < T->nr; r++) {
+        int64_t h = T->h0 + r / T->ni, i = T->i0 + r % T->ni;
+        const bool *mr = base + T->b * mk->strides[0] + h * mk->strides[1] +
+                         i * mk->strides[2] + j0 * mk->strides[3];
         for (int64_t j = 0; j < nk; j++)
             if (mr[j * mk->strides[3]]) return false;
     }
@@ -217,14 +226,13 @@ static bool mask_tile_empty(const af_job *J, int64_t b, int64_t h,
 /* The online softmax over one score tile: updates m, l and the
  * accumulator's scale per row and leaves the (dropped-out) weights in s;
  * returns whether any row saw a key. */
-static bool softmax_tile(const af_job *J, af_scratch *S, int64_t b,
-                         int64_t h, int64_t i0, int64_t nr, int64_t j0,
-                         int64_t nk)
+static bool softmax_tile(const af_job *J, af_scratch *S, const af_rows *T,
+                         int64_t j0, int64_t nk)
 {
     const tm__attn_fwd_kernels *kr = J->kr;
     const tm__attn_geom *ge = &J->ge;
     bool any = false;
-    for (int64_t r = 0; r < nr; r++) {
+    for (int64_t r = 0; r < T->nr; r++) {
         float *sr = S->s + r * AF_KT;
         float mt = kr->row_max(sr);
         if (mt == -INFINITY) {
@@ -241,8 +249,9 @@ static bool softmax_tile(const af_job *J, af_scratch *S, int64_t b,
         S->m[r] = mnew;
         S->l[r] += kr->row_exp(sr, mnew);
         if (J->p->dropout_p > 0.0) {
+            int64_t h = T->h0 + r / T->ni, i = T->i0 + r % T->ni;
             uint64_t e0 =
-                (uint64_t)(((b * ge->h + h) * ge->tq + i0 + r) * ge->tk);
+                (uint64_t)(((T->b * ge->h + h) * ge->tq + i) * ge->tk);
             tm__attn_dropout_row(&J->dr, e0, j0, j0 + nk, S->keep);
             for (int64_t j = 0; j < nk; j++)
                 if (!S->keep[j]) sr[j] = 0.0f;
@@ -251,20 +260,23 @@ static bool softmax_tile(const af_job *J, af_scratch *S, int64_t b,
     return any;
 }
 
-/* One task: rows [i0, i0 + nr) of head (b, h) over the key tiles
- * [t0, t1); leaves m, l and the accumulator in S. */
-static void run_tile(const af_job *J, af_scratch *S, int64_t b, int64_t h,
-                     int64_t i0, int64_t nr, int64_t t0, int64_t t1)
+/* One task: the rows T over the key tiles [t0, t1); leaves m, l and the
+ * accumulator in S. */
+static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
+                     int64_t t0, int64_t t1)
 {
     const tm__attn_geom *ge = &J->ge;
     const tm__attn_fwd_kernels *kr = J->kr;
-    int64_t hk = h / ge->group, kvw = b * ge->hkv + hk - J->kv0;
+    int64_t b = T->b, hk = T->h0 / ge->group, nr = T->nr, i0 = T->i0;
+    int64_t kvw = b * ge->hkv + hk - J->kv0;
     float scale = (float)J->p->scale;
     int64_t lo, hi;
-    tm__attn_block_range(J->p, ge->tk, i0, i0 + nr, &lo, &hi);
+    tm__attn_block_range(J->p, ge->tk, i0, i0 + T->ni, &lo, &hi);
     for (int64_t r = 0; r < nr; r++) {
         float *qr = S->qt + r * J->dp;
-        load_f32(tm__attn_row_ptr(J->q, b, h, i0 + r), TM_F32, ge->d, qr);
+        load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
+                                  i0 + r % T->ni),
+                 TM_F32, ge->d, qr);
         for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
         S->m[r] = -INFINITY;
         S->l[r] = 0.0;
@@ -273,7 +285,7 @@ static void run_tile(const af_job *J, af_scratch *S, int64_t b, int64_t h,
     for (int64_t t = t0; t < t1; t++) {
         int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
                                                          : AF_KT;
-        if (mask_tile_empty(J, b, h, i0, nr, j0, nk)) continue;
+        if (mask_tile_empty(J, T, j0, nk)) continue;
         if (J->packed) {
             kr->s_packed(nr, ge->d, S->qt, J->dp,
                          J->kpack + (size_t)((kvw * J->nkt + t) * ge->d *
@@ -297,10 +309,10 @@ static void run_tile(const af_job *J, af_scratch *S, int64_t b, int64_t h,
                        scale);
         }
         bool full = nk == AF_KT &&
-                    tm__attn_tile_full(J->p, ge->tk, i0, i0 + nr, j0,
+                    tm__attn_tile_full(J->p, ge->tk, i0, i0 + T->ni, j0,
                                        j0 + nk);
-        mask_tile(J, S->s, b, h, i0, nr, j0, nk, full);
-        if (!softmax_tile(J, S, b, h, i0, nr, j0, nk)) continue;
+        mask_tile(J, S->s, T, j0, nk, full);
+        if (!softmax_tile(J, S, T, j0, nk)) continue;
         /* only the keys some row sees: a diagonal tile's weights past
          * them are 0, and their value rows are not read */
         int64_t ja = lo - j0 > 0 ? lo - j0 : 0;
@@ -328,18 +340,18 @@ static void run_tile(const af_job *J, af_scratch *S, int64_t b, int64_t h,
     }
 }
 
-/* Stores out and lse of rows [i0, i0 + nr) from m, l and acc rows. */
-static void finish_rows(const af_job *J, int64_t bh, int64_t i0, int64_t nr,
-                        const float *m, const double *l, const float *o,
-                        int64_t ldo)
+/* Stores out and lse of the rows T from m, l and acc rows. */
+static void finish_rows(const af_job *J, const af_rows *T, const float *m,
+                        const double *l, const float *o, int64_t ldo)
 {
     const tm__attn_geom *ge = &J->ge;
     float *out = (float *)((char *)J->out->handle + J->out->offset);
     float *lse = J->lse && J->lse->handle
                      ? (float *)((char *)J->lse->handle + J->lse->offset)
                      : NULL;
-    for (int64_t r = 0; r < nr; r++) {
-        int64_t row = bh * ge->tq + i0 + r;
+    for (int64_t r = 0; r < T->nr; r++) {
+        int64_t row = (T->b * ge->h + T->h0 + r / T->ni) * ge->tq + T->i0 +
+                      r % T->ni;
         float *dst = out + row * ge->dv;
         const float *src = o + r * ldo;
         if (!(m[r] > -INFINITY && l[r] > 0.0)) {
@@ -354,16 +366,17 @@ static void finish_rows(const af_job *J, int64_t bh, int64_t i0, int64_t nr,
     }
 }
 
-/* Task x of the wave -> (b, h, query tile, split): head by head, so that
- * a head's packed keys stay in cache while its tiles run, and within a
- * head the longest (causal: last) tiles first. */
+/* Task x of the wave -> (first head, query tile, split), heads taken
+ * J->hg at a time: head by head, so that a head's packed keys stay in
+ * cache while its tiles run, and within a head the longest (causal: last)
+ * tiles first. */
 static void task_of(const af_job *J, int64_t x, int64_t *bh, int64_t *tile,
                     int64_t *split)
 {
     *split = x % J->nsplit;
     x /= J->nsplit;
     *tile = J->ntq - 1 - x % J->ntq;
-    *bh = J->kv0 * J->ge.group + x / J->ntq;
+    *bh = J->kv0 * J->ge.group + x / J->ntq * J->hg;
 }
 
 static void work_part(int part, int nparts, void *ctx)
@@ -376,20 +389,22 @@ static void work_part(int part, int nparts, void *ctx)
         int64_t x = (int64_t)atomic_fetch_add(&J->next, 1), bh, tile, sp;
         if (x >= J->ntask) break;
         task_of(J, x, &bh, &tile, &sp);
-        int64_t b = bh / ge->h, h = bh % ge->h, i0 = tile * AF_BQ;
-        int64_t nr = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ, lo, hi;
-        tm__attn_block_range(J->p, ge->tk, i0, i0 + nr, &lo, &hi);
+        int64_t i0 = tile * AF_BQ, lo, hi;
+        int64_t ni = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ;
+        af_rows T = {bh / ge->h, bh % ge->h, i0, ni, ni * J->hg};
+        tm__attn_block_range(J->p, ge->tk, i0, i0 + ni, &lo, &hi);
         int64_t ta = lo / AF_KT, tb = hi > lo ? (hi + AF_KT - 1) / AF_KT
                                               : ta;
         int64_t t0 = ta + (tb - ta) * sp / J->nsplit,
                 t1 = ta + (tb - ta) * (sp + 1) / J->nsplit;
-        run_tile(J, &S, b, h, i0, nr, t0, t1);
+        run_tile(J, &S, &T, t0, t1);
         if (J->nsplit == 1) {
-            finish_rows(J, bh, i0, nr, S.m, S.l, S.o, J->dvp);
+            finish_rows(J, &T, S.m, S.l, S.o, J->dvp);
             continue;
         }
-        for (int64_t r = 0; r < nr; r++) {
-            int64_t pr = (bh * ge->tq + i0 + r) * J->nsplit + sp;
+        for (int64_t r = 0; r < T.nr; r++) {
+            int64_t pr = ((bh + r / ni) * ge->tq + i0 + r % ni) * J->nsplit +
+                         sp;
             J->pml[2 * pr] = S.m[r];
             J->pml[2 * pr + 1] = S.l[r];
             memcpy(J->pacc + pr * J->dvp, S.o + r * J->dvp,
@@ -421,8 +436,9 @@ static void combine_range(int64_t r0, int64_t r1, void *ctx)
             for (int64_t c = 0; c < J->dvp; c++) o[c] += a[c] * w;
         }
         float m = (float)mx;
-        int64_t bh = row / J->ge.tq, i = row % J->ge.tq;
-        finish_rows(J, bh, i, 1, &m, &l, o, J->dvp);
+        int64_t bh = row / J->ge.tq;
+        af_rows T = {bh / J->ge.h, bh % J->ge.h, row % J->ge.tq, 1, 1};
+        finish_rows(J, &T, &m, &l, o, J->dvp);
     }
 }
 
@@ -475,8 +491,9 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
     J.v_direct = v->dtype == TM_F32 && J.dvp == ge->dv;
     J.ntq = (ge->tq + AF_BQ - 1) / AF_BQ;
     J.nkt = (ge->tk + AF_KT - 1) / AF_KT;
+    J.hg = !J.packed && ge->group * ge->tq <= AF_BQ ? ge->group : 1;
     J.nsplit = splits > 0 ? splits
-                          : auto_splits(ge, ge->b * ge->h * J.ntq);
+                          : auto_splits(ge, ge->b * ge->h / J.hg * J.ntq);
     int64_t nkv = ge->b * ge->hkv, wave = nkv;
     size_t head_bytes = 0;
     if (J.packed) {
@@ -485,7 +502,7 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
                               (J.v_direct ? 0 : ge->tk * J.dvp));
         size_t budget = AF_PACK_BYTES * (size_t)tm_get_num_threads();
         /* enough heads for four tasks a thread, for balance */
-        int64_t tasks_per_kv = ge->group * J.ntq * J.nsplit;
+        int64_t tasks_per_kv = ge->group / J.hg * J.ntq * J.nsplit;
         int64_t least = (4 * tm_get_num_threads() + tasks_per_kv - 1) /
                         tasks_per_kv;
         if (head_bytes > 0 && budget / head_bytes < (size_t)wave)
@@ -494,7 +511,7 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         if (wave > nkv) wave = nkv;
         if (wave < 1) wave = 1;
     }
-    int64_t max_tasks = wave * ge->group * J.ntq * J.nsplit;
+    int64_t max_tasks = wave * ge->group / J.hg * J.ntq * J.nsplit;
     int nth = tm_get_num_threads();
     int nparts = max_tasks < nth ? (int)max_tasks : nth;
     J.part_bytes = scratch_bytes(&J);
@@ -521,7 +538,7 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
         if (J.packed)
             tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, pack_range, &J);
-        J.ntask = (J.kv1 - J.kv0) * ge->group * J.ntq * J.nsplit;
+        J.ntask = (J.kv1 - J.kv0) * ge->group / J.hg * J.ntq * J.nsplit;
         atomic_store(&J.next, 0);
         int parts = J.ntask < nparts ? (int)J.ntask : nparts;
         tm__parallel_parts(parts, work_part, &J);

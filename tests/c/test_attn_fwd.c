@@ -250,6 +250,10 @@ static const acase cases[] = {
     {1, 2, 2, 3, 700, 32, 40, true, 697, 100, 0, 0, false, F32, 0, 0, 4},
     {1, 2, 2, 5, 333, 16, 16, true, 328, 0, 2, 0, true, TM_BF16, 0, 0, 7},
     {1, 1, 1, 1, 100, 64, 64, false, 0, 0, 0, 0, false, F32, 0, 0, 9},
+    /* decode with a query-head group stacked into one tile (GQA, MQA) */
+    {2, 8, 2, 3, 200, 32, 32, true, 197, 50, 2, 1, true, F32, 0, 0, 2},
+    {1, 6, 1, 1, 300, 64, 64, false, 0, 0, 1, 0, false, TM_F16, 0, 0, 0},
+    {1, 6, 1, 1, 300, 64, 64, false, 0, 0, 0, 0, false, F32, 0.2, 0, 4},
     /* a packed tile run split over keys */
     {1, 2, 2, 80, 500, 32, 32, true, 420, 0, 0, 0, false, F32, 0, 0, 3},
     /* empty dims and rows that see nothing */
