@@ -363,3 +363,26 @@ TEST(attn_fwd_dropout_changes_weights_not_lse)
     free(q.handle), free(k.handle), free(v.handle), free(o.handle);
     free(o2.handle), free(l.handle), free(l2.handle);
 }
+
+/* A packed call with narrow values and a forced key split: every scratch
+ * buffer the kernel takes. */
+static tm_status fwd_alloc_sequence(void)
+{
+    lcg_state = 3;
+    tm_buf q = make_buf(TM_F32, 1, 2, 20, 16, false);
+    tm_buf k = make_buf(TM_F32, 1, 1, 300, 16, false);
+    tm_buf v = make_buf(TM_BF16, 1, 1, 300, 24, false);
+    tm_buf o = make_buf(TM_F32, 1, 2, 20, 24, false);
+    tm_buf none;
+    memset(&none, 0, sizeof none);
+    fill(&q), fill(&k), fill(&v);
+    tm_attn_params p = {0.25, false, 0, 0, 0.0, tm_rng_new(0)};
+    tm_status st = tm__attn_fwd_f32(&o, NULL, &q, &k, &v, &none, &p, 2);
+    free(q.handle), free(k.handle), free(v.handle), free(o.handle);
+    return st;
+}
+
+TEST(attn_fwd_reports_every_allocation_failure)
+{
+    CHECK_EVERY_ALLOC_FAILURE(fwd_alloc_sequence, 5);
+}
