@@ -16,6 +16,7 @@
  * F32) is 6e-8. */
 #include "harness.h"
 
+#include "../../cpu/attention/attn_fwd.h"
 #include "../../cpu/attention/attn_impl.h"
 #include "../../cpu/cpu_features.h"
 
@@ -289,8 +290,8 @@ TEST(attn_fwd_skips_keys_no_row_sees)
 {
     for (int variant = 0; variant < 2; variant++) {
         /* 0: causal, rows [0, 50) see keys [0, 50); 1: a bool mask hides
-         * keys [64, 128) from every row */
-        int64_t tq = 50, tk = 200, d = 32;
+         * the second key tile from every row */
+        int64_t tq = 50, tk = 2 * AF_KT + 70, d = 32;
         lcg_state = 77 + (uint64_t)variant;
         tm_buf q = make_buf(TM_F32, 1, 2, tq, d, false);
         tm_buf k = make_buf(TM_F32, 1, 2, tk, d, false);
@@ -302,14 +303,14 @@ TEST(attn_fwd_skips_keys_no_row_sees)
         m.shape[1] = 2, m.strides[1] = 0;
         for (int64_t i = 0; i < tq; i++)
             for (int64_t j = 0; j < tk; j++)
-                ((bool *)m.handle)[i * tk + j] = j < 64 || j >= 128;
+                ((bool *)m.handle)[i * tk + j] = j < AF_KT || j >= 2 * AF_KT;
         tm_attn_params p = {0.2, variant == 0, 0, 0, 0.0, tm_rng_new(0)};
         tm_buf none;
         memset(&none, 0, sizeof none);
         const tm_buf *mask = variant ? &m : &none;
         REQUIRE(tm__attn_ref_forward(&o, NULL, &q, &k, &v, mask, &p) ==
                 TM_OK);
-        int64_t j0 = variant ? 64 : 50, j1 = variant ? 128 : tk;
+        int64_t j0 = variant ? AF_KT : 50, j1 = variant ? 2 * AF_KT : tk;
         for (int64_t h = 0; h < 2; h++)
             for (int64_t j = j0; j < j1; j++)
                 for (int64_t c = 0; c < d; c++) {
