@@ -1,9 +1,12 @@
 """The CPU attention forward kernel (tm__attn_fwd_f32, called through
 ctypes on lib/libfoundry.so: no front end) against PyTorch's CPU
 scaled_dot_product_attention, on the same F32 tensors in the same process
-with the same thread count, runs of the two interleaved so that other
-load on the machine hits both alike.  Per shape: the least wall time of
-15 runs each (the figure least disturbed by other work) and the ratio.
+with the same thread count.  Blocks of 5 back-to-back runs of each
+alternate 4 times, so other load on the machine hits both alike, each
+library's threads are warm in its own block, and neither's pool is still
+spinning from the other's runs after a block's first run.  Per shape: the
+least wall time of the 20 runs of each (the figure least disturbed by
+other work) and the ratio.
     .venv/bin/python bench/attention_kernel_fwd.py [threads]
 (make first: it loads lib/libfoundry.so.)"""
 import ctypes
@@ -77,8 +80,9 @@ def run(lib, name, b, h, hkv, tq, tk, d, causal):
         ref = F.scaled_dot_product_attention(q, k, v, **kw)
         err = (out - ref).abs().max().item() / ref.abs().max().item()
         a, t = float("inf"), float("inf")
-        for _ in range(15):
-            a, t = min(a, ours()), min(t, theirs())
+        for _ in range(4):
+            a = min([a] + [ours() for _ in range(5)])
+            t = min([t] + [theirs() for _ in range(5)])
     print(f"{name:36s} foundry {a:9.3f} ms  torch {t:9.3f} ms  "
           f"ratio {t / a:5.2f}x  (max rel diff {err:.1e})")
 
