@@ -37,6 +37,8 @@ tm_status tm__cpu_attention(tm_ctx *ctx, const tm_buf *out, const tm_buf *lse,
     (void)ctx;
     tm_status st = check(__func__, q, k, v, mask, false);
     if (st) return st;
+    if (q->dtype == TM_F32)
+        return tm__attn_fwd_f32(out, lse, q, k, v, mask, p, 0);
     return tm__attn_ref_forward(out, lse, q, k, v, mask, p);
 }
 

@@ -23,4 +23,13 @@ tm_status tm__attn_ref_backward(const tm_buf *dq, const tm_buf *dk,
                                 const tm_buf *lse, const tm_buf *mask,
                                 const tm_attn_params *p);
 
+/* The tiled forward (attn_fwd.c): q, out and lse F32; k and v F32, F16 or
+ * BF16; a BOOL or F32 mask.  splits > 0 forces that many key chunks per
+ * (b, h, query tile), combined at the end (tests of the decode path); 0
+ * picks them from the thread count. */
+tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
+                           const tm_buf *q, const tm_buf *k, const tm_buf *v,
+                           const tm_buf *mask, const tm_attn_params *p,
+                           int splits);
+
 #endif
