@@ -2,7 +2,7 @@
  * bench_attn_bwd.c — times the CPU attention backward kernel (cpu/
  * attention/attn_bwd.c) with each strategy and the reference forward's out
  * and lse, on F32 tensors, calling the kernel directly:
- *     bench_attn_bwd B H Hkv T D causal [threads] [reps]
+ *     bench_attn_bwd B H Hkv T D causal [threads] [reps] [strategy]
  * prints the minimum over reps in ms for AUTO, SPLIT and FUSED, and the
  * minimum CPU time of the process (steadier on a loaded machine).  Built by
  * `make build/native-cc/bench/bench_attn_bwd`; not part of `make bench`.
@@ -73,7 +73,9 @@ int main(int argc, char **argv)
            "(forward used: %.1f ms)\n",
            (long long)B, (long long)H, (long long)Hkv, (long long)T,
            (long long)D, causal, threads, tf * 1e3);
+    int only = argc > 9 ? atoi(argv[9]) : -1; /* 0 auto, 1 split, 2 fused */
     for (int s = 0; s < 3; s++) {
+        if (only >= 0 && s != only) continue;
         double best = 1e30, cbest = 1e30;
         for (int r = 0; r < reps; r++) {
             double c0 = cpu_now();
