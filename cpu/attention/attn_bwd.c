@@ -201,9 +201,6 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     if (!kx->dkt && !qx->dq) return;
     tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
                   0.0f);
-    /* dS in place of dP (the B of dK^T) and, for dQ, straight into the A
-     * panels of dS K (no second pass over the tile). */
-    int64_t mr = J->mr;
     for (int64_t r = 0; r < m; r++) {
         float di = J->drow[row0 + r];
         const float *s = w->s + r * ld, *z = pz + r * ld;
@@ -214,19 +211,12 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
         else
             for (int64_t c = 0; c < n; c++)
                 dp[c] = s[c] * (dp[c] - di) * scale;
-        if (qx->dq) {
-            float *a = w->dsa + r / mr * mr * n + r % mr;
-            for (int64_t c = 0; c < n; c++) a[c * mr] = dp[c];
-        }
     }
     if (kx->dkt)
         tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
                       1.0f);
     if (qx->dq) {
-        for (int64_t r = m; r % mr; r++) { /* the last panel's padding */
-            float *a = w->dsa + r / mr * mr * n + r % mr;
-            for (int64_t c = 0; c < n; c++) a[c * mr] = 0.0f;
-        }
+        tm__abwd_pack_a(w->dp, ld, m, n, (int)J->mr, w->dsa);
         tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kr, J->dp, qx->dq, J->dp,
                       1.0f, 1.0f);
     }

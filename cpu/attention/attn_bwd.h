@@ -53,6 +53,14 @@ void tm__abwd_rows(const float *src, int64_t ld, int64_t m, int64_t n,
 void tm__abwd_trans(const float *src, int64_t ld, int64_t n, int64_t k,
                     float *dst, int64_t ldd);
 
+#if defined(__x86_64__)
+/* The same copies with AVX2 (attn_bwd_avx2.c); pack_a for MR = 8. */
+void tm__abwd_pack_a8_avx2(const float *src, int64_t ld, int64_t m,
+                           int64_t k, float *dst);
+void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
+                         float *dst, int64_t ldd);
+#endif
+
 /* Where one tile sits: rows [i0, i0 + m) of head h, keys [j0, j0 + n) of
  * batch b. */
 typedef struct tm__abwd_tile {

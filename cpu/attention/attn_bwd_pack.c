@@ -34,9 +34,26 @@ void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                     beta);
 }
 
+/* Whether the AVX2 copies run (the AVX2 and AVX-512 families). */
+static bool use_avx2(void)
+{
+#if defined(__x86_64__)
+    tm__isa isa = tm__cpu_isa();
+    return isa == TM__ISA_AVX2 || isa == TM__ISA_AVX512;
+#else
+    return false;
+#endif
+}
+
 void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,
                      int mr, float *dst)
 {
+#if defined(__x86_64__)
+    if (mr == 8 && use_avx2()) {
+        tm__abwd_pack_a8_avx2(src, ld, m, k, dst);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < m; i += mr) {
         int64_t rows = m - i < mr ? m - i : mr;
         float *d = dst + i * k;
@@ -84,6 +101,12 @@ void tm__abwd_rows(const float *src, int64_t ld, int64_t m, int64_t n,
 void tm__abwd_trans(const float *src, int64_t ld, int64_t n, int64_t k,
                     float *dst, int64_t ldd)
 {
+#if defined(__x86_64__)
+    if (use_avx2()) {
+        tm__abwd_trans_avx2(src, ld, n, k, dst, ldd);
+        return;
+    }
+#endif
     for (int64_t c = 0; c < k; c++) {
         float *d = dst + c * ldd;
         for (int64_t j = n; j < ldd; j++) d[j] = 0.0f;
