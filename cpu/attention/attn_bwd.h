@@ -54,9 +54,12 @@ void tm__abwd_trans(const float *src, int64_t ld, int64_t n, int64_t k,
                     float *dst, int64_t ldd);
 
 #if defined(__x86_64__)
-/* The same copies with AVX2 (attn_bwd_avx2.c); pack_a for MR = 8. */
+/* The same copies with AVX2 (attn_bwd_avx2.c); the packs for MR = 8
+ * (pack_at without z). */
 void tm__abwd_pack_a8_avx2(const float *src, int64_t ld, int64_t m,
                            int64_t k, float *dst);
+void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
+                            int64_t m, float *dst);
 void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
                          float *dst, int64_t ldd);
 #endif

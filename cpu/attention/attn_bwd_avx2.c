@@ -1,6 +1,6 @@
 /*
  * attn_bwd_avx2.c — AVX2 versions of the attention backward's two
- * transposing copies (attn_bwd.h): 8 x 8 blocks transposed in registers
+ * packing copies (attn_bwd.h): 8 x 8 blocks transposed in registers
  * instead of one strided element at a time.  Used by the AVX2 and
  * AVX-512 families; the copies are exact, so results are the same bits
  * as the portable loops'.
@@ -74,6 +74,23 @@ void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
     }
     for (int64_t c = 0; c < k; c++)
         for (int64_t j = j0; j < n; j++) dst[c * ldd + j] = src[j * ld + c];
+}
+
+void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
+                            int64_t m, float *dst)
+{
+    for (int64_t i = 0; i < m; i += 8) {
+        int64_t rows = m - i < 8 ? m - i : 8;
+        float *d = dst + i * k;
+        if (rows == 8) {
+            for (int64_t p = 0; p < k; p++)
+                _mm256_storeu_ps(d + p * 8, _mm256_loadu_ps(src + p * ld + i));
+            continue;
+        }
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t r = 0; r < 8; r++)
+                d[p * 8 + r] = r < rows ? src[p * ld + i + r] : 0.0f;
+    }
 }
 
 #else

@@ -34,16 +34,14 @@ void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                     beta);
 }
 
+#if defined(__x86_64__)
 /* Whether the AVX2 copies run (the AVX2 and AVX-512 families). */
 static bool use_avx2(void)
 {
-#if defined(__x86_64__)
     tm__isa isa = tm__cpu_isa();
     return isa == TM__ISA_AVX2 || isa == TM__ISA_AVX512;
-#else
-    return false;
-#endif
 }
+#endif
 
 void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,
                      int mr, float *dst)
@@ -69,6 +67,12 @@ void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,
 void tm__abwd_pack_at(const float *src, int64_t ld, const float *z,
                       int64_t ldz, int64_t k, int64_t m, int mr, float *dst)
 {
+#if defined(__x86_64__)
+    if (mr == 8 && !z && use_avx2()) {
+        tm__abwd_pack_at8_avx2(src, ld, k, m, dst);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < m; i += mr) {
         int64_t rows = m - i < mr ? m - i : mr;
         float *d = dst + i * k;
