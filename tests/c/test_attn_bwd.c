@@ -304,3 +304,58 @@ TEST(attn_bwd_tiled_matches_reference_for_every_kernel_family)
     }
     tm__set_isa(saved);
 }
+
+TEST(attn_bwd_strategy_rule)
+{
+    tm__attn_geom ge = {1, 8, 8, 64, 64, 64, 64, 1};
+    CHECK_INT(tm__attn_bwd_pick(&ge, 2), TM__ATTN_BWD_FUSED); /* 8 groups */
+    CHECK_INT(tm__attn_bwd_pick(&ge, 16), TM__ATTN_BWD_SPLIT);
+    ge.hkv = 1, ge.group = 8; /* MQA: one group */
+    CHECK_INT(tm__attn_bwd_pick(&ge, 1), TM__ATTN_BWD_FUSED);
+    CHECK_INT(tm__attn_bwd_pick(&ge, 2), TM__ATTN_BWD_SPLIT);
+    ge.b = 3; /* 3 groups on 2 threads: 5 * 4 <= 7 * 3 */
+    CHECK_INT(tm__attn_bwd_pick(&ge, 2), TM__ATTN_BWD_FUSED);
+    ge.b = 5; /* 5 groups on 4 threads: 5 * 8 > 7 * 5 */
+    CHECK_INT(tm__attn_bwd_pick(&ge, 4), TM__ATTN_BWD_SPLIT);
+}
+
+/* The CPU entry runs the tiled kernel for F32 (the same bits as AUTO) and
+ * refuses a call without the forward's lse. */
+TEST(attn_bwd_entry_dispatches_f32_and_needs_lse)
+{
+    acase c = {1, 2, 1, 40, 50, 16, 16, true, 10, 0, 0, false, 0, 0, false};
+    int64_t qs[4] = {1, 2, 40, 16}, ks[4] = {1, 1, 50, 16};
+    tm_tensor *q = make4(qs, false, 1.0, 5), *k = make4(ks, false, 1.0, 6);
+    tm_tensor *v = make4(ks, false, 1.0, 7), *g = make4(qs, false, 1.0, 8);
+    tm_tensor *out = make4(qs, false, 1.0, 9), *lse = tm_empty(qs, 3, TM_F32);
+    grads a = {0}, b = {0};
+    tm_attn_params p = {.scale = 0.25, .causal = true, .offset = 10};
+    REQUIRE(q && k && v && g && out && lse);
+    if (!alloc_grads(&c, TM_F32, &a, true, true, true) ||
+        !alloc_grads(&c, TM_F32, &b, true, true, true))
+        goto done;
+    {
+        tm_buf bq = tm__buf(q), bk = tm__buf(k), bv = tm__buf(v),
+               bg = tm__buf(g), bo = tm__buf(out), bl = tm__buf(lse),
+               none = buf_or_none(NULL);
+        tm_buf dq = tm__buf(a.dq), dk = tm__buf(a.dk), dv = tm__buf(a.dv);
+        tm_buf eq = tm__buf(b.dq), ek = tm__buf(b.dk), ev = tm__buf(b.dv);
+        CHECK_INT(tm__cpu_attention(NULL, &bo, &bl, &bq, &bk, &bv, &none, &p),
+                  TM_OK);
+        CHECK_INT(tm__cpu_attention_backward(NULL, &dq, &dk, &dv, &bg, &bq,
+                                             &bk, &bv, &bo, &bl, &none, &p),
+                  TM_OK);
+        CHECK_INT(tm__attn_bwd_f32(&eq, &ek, &ev, &bg, &bq, &bk, &bv, &bo,
+                                   &bl, &none, &p, TM__ATTN_BWD_AUTO),
+                  TM_OK);
+        CHECK(same_bits(a.dq, b.dq) && same_bits(a.dk, b.dk) &&
+              same_bits(a.dv, b.dv));
+        CHECK_STATUS(tm__cpu_attention_backward(NULL, &dq, &dk, &dv, &bg, &bq,
+                                                &bk, &bv, &bo, &none, &none,
+                                                &p),
+                     TM_EINVAL, "lse");
+    }
+done:
+    free_grads(&a), free_grads(&b);
+    tm_free(q), tm_free(k), tm_free(v), tm_free(g), tm_free(out), tm_free(lse);
+}
