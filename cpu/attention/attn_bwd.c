@@ -201,17 +201,9 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     if (!kx->dkt && !qx->dq) return;
     tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
                   0.0f);
-    for (int64_t r = 0; r < m; r++) {
-        float di = J->drow[row0 + r];
-        const float *s = w->s + r * ld, *z = pz + r * ld;
-        float *dp = w->dp + r * ld;
-        if (drop) /* P (dP Z - D) = (P Z) dP - P D */
-            for (int64_t c = 0; c < n; c++)
-                dp[c] = (z[c] * dp[c] - s[c] * di) * scale;
-        else
-            for (int64_t c = 0; c < n; c++)
-                dp[c] = s[c] * (dp[c] - di) * scale;
-    }
+    for (int64_t r = 0; r < m; r++) /* with Z: P (dP Z - D) = PZ dP - P D */
+        tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL, w->dp + r * ld,
+                    n, J->drow[row0 + r], scale);
     if (kx->dkt)
         tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
                       1.0f);

@@ -62,7 +62,19 @@ void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
                             int64_t m, float *dst);
 void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
                          float *dst, int64_t ldd);
+/* dp[c] = s[c] (dp[c] - di) scale, or (z[c] dp[c] - s[c] di) scale with
+ * z, for c < n: tm__abwd_ds's loop, same bits. */
+void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,
+                      float di, float scale);
+/* x[c] -= l for c < n. */
+void tm__abwd_sub_avx2(float *x, int64_t n, float l);
 #endif
+
+/* dS of one row in place of its dP: dp[c] = s[c] (dp[c] - di) scale, or
+ * with the dropout-weighted weights z (= P Z), (z[c] dp[c] - s[c] di)
+ * scale; c < n. */
+void tm__abwd_ds(const float *s, const float *z, float *dp, int64_t n,
+                 float di, float scale);
 
 /* Where one tile sits: rows [i0, i0 + m) of head h, keys [j0, j0 + n) of
  * batch b. */

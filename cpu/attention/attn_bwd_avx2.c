@@ -93,6 +93,38 @@ void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
     }
 }
 
+void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,
+                      float di, float scale)
+{
+    const __m256 vd = _mm256_set1_ps(di), vs = _mm256_set1_ps(scale);
+    int64_t c = 0;
+    if (z) {
+        for (; c + 8 <= n; c += 8) {
+            __m256 a = _mm256_mul_ps(_mm256_loadu_ps(z + c),
+                                     _mm256_loadu_ps(dp + c));
+            __m256 b = _mm256_mul_ps(_mm256_loadu_ps(s + c), vd);
+            _mm256_storeu_ps(dp + c, _mm256_mul_ps(_mm256_sub_ps(a, b), vs));
+        }
+        for (; c < n; c++) dp[c] = (z[c] * dp[c] - s[c] * di) * scale;
+        return;
+    }
+    for (; c + 8 <= n; c += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(dp + c), vd);
+        __m256 a = _mm256_mul_ps(_mm256_loadu_ps(s + c), d);
+        _mm256_storeu_ps(dp + c, _mm256_mul_ps(a, vs));
+    }
+    for (; c < n; c++) dp[c] = s[c] * (dp[c] - di) * scale;
+}
+
+void tm__abwd_sub_avx2(float *x, int64_t n, float l)
+{
+    const __m256 vl = _mm256_set1_ps(l);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8)
+        _mm256_storeu_ps(x + c, _mm256_sub_ps(_mm256_loadu_ps(x + c), vl));
+    for (; c < n; c++) x[c] -= l;
+}
+
 #else
 typedef int tm__unused_tu;
 #endif

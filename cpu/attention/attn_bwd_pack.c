@@ -126,6 +126,22 @@ void tm__abwd_trans(const float *src, int64_t ld, int64_t n, int64_t k,
     }
 }
 
+void tm__abwd_ds(const float *s, const float *z, float *dp, int64_t n,
+                 float di, float scale)
+{
+#if defined(__x86_64__)
+    if (use_avx2()) {
+        tm__abwd_ds_avx2(s, z, dp, n, di, scale);
+        return;
+    }
+#endif
+    if (z)
+        for (int64_t c = 0; c < n; c++)
+            dp[c] = (z[c] * dp[c] - s[c] * di) * scale;
+    else
+        for (int64_t c = 0; c < n; c++) dp[c] = s[c] * (dp[c] - di) * scale;
+}
+
 /* Adds the mask row of (b, h, i) over keys [j0, j0 + n) to s. */
 static void add_mask(const tm_buf *m, const tm__abwd_tile *t, int64_t i,
                      float *s)
@@ -164,7 +180,12 @@ void tm__abwd_weights(const tm_attn_params *p, const tm_buf *mask,
             }
         }
         if (mask) add_mask(mask, t, t->i0 + r, row);
-        for (int64_t c = 0; c < t->n; c++) row[c] -= l;
+#if defined(__x86_64__)
+        if (use_avx2())
+            tm__abwd_sub_avx2(row, t->n, l);
+        else
+#endif
+            for (int64_t c = 0; c < t->n; c++) row[c] -= l;
         tm__vexp_f32(t->n, row, row);
     }
 }
