@@ -4,7 +4,8 @@
  * and lse, on F32 tensors, calling the kernel directly:
  *     bench_attn_bwd B H Hkv T D causal [threads] [reps] [strategy]
  * prints the minimum over reps in ms for AUTO, SPLIT and FUSED, and the
- * minimum CPU time of the process (steadier on a loaded machine).  Built by
+ * minimum CPU time of the process (steadier on a loaded machine), and the
+ * kernel's scratch peak (tm_memory_stats).  Built by
  * `make build/native-cc/bench/bench_attn_bwd`; not part of `make bench`.
  */
 #include "../cpu/attention/attn_impl.h"
@@ -77,6 +78,9 @@ int main(int argc, char **argv)
     for (int s = 0; s < 3; s++) {
         if (only >= 0 && s != only) continue;
         double best = 1e30, cbest = 1e30;
+        tm_mem_stats m0, m1;
+        tm_memory_stats(&m0);
+        tm_memory_reset_peak();
         for (int r = 0; r < reps; r++) {
             double c0 = cpu_now();
             t0 = now();
@@ -87,9 +91,11 @@ int main(int argc, char **argv)
             if (t < best) best = t;
             if (c < cbest) cbest = c;
         }
+        tm_memory_stats(&m1);
         printf("  backward %-5s %8.2f ms (cpu time of all threads %8.2f "
-               "ms)\n",
-               names[s], best * 1e3, cbest * 1e3);
+               "ms), scratch peak %.2f MB\n",
+               names[s], best * 1e3, cbest * 1e3,
+               (double)(m1.peak_bytes - m0.current_bytes) / 1e6);
     }
     tm_free(q), tm_free(k), tm_free(v), tm_free(g), tm_free(out);
     tm_free(lse), tm_free(dq), tm_free(dk), tm_free(dv);
