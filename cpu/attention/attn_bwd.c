@@ -85,6 +85,8 @@ static size_t up16(int64_t n)
 static size_t bwd_layout(const bwd_job *J, float *base, tile_ws *w)
 {
     const tm__attn_geom *ge = &J->ge;
+    tile_ws unused;
+    if (!w) w = &unused;
     int64_t bq = TM__ABWD_BQ, bk = TM__ABWD_BK;
     size_t off = 0;
 #define TAKE(ptr, n)                                                          \
