@@ -229,6 +229,10 @@ static void store_rows(const tm_buf *dst, int64_t b, int64_t h, int64_t r0,
 static void store_trans(const tm_buf *dst, int64_t b, int64_t h, int64_t r0,
                         int64_t m, int64_t n, const float *src, int64_t ld)
 {
+    if (dst->strides[2] == n) { /* rows back to back: one transpose */
+        tm__abwd_trans(src, ld, n, m, out_f(dst, b, h, r0), n);
+        return;
+    }
     for (int64_t r = 0; r < m; r++) {
         float *d = out_f(dst, b, h, r0 + r);
         for (int64_t c = 0; c < n; c++) d[c] = src[c * ld + r];
