@@ -273,6 +273,8 @@ static const acase cases[] = {
     {2, 2, 2, 50, 70, 16, 16, false, 0, 0, 1, false, 0.2, 0, true},
     {1, 2, 1, 64, 128, 64, 32, true, 64, 0, 2, false, 0, 0, false},
     {1, 1, 1, 200, 1, 16, 8, true, 0, 0, 0, false, 0, 0, false},
+    {1, 2, 1, 5, 0, 8, 8, false, 0, 0, 0, false, 0, 0, false}, /* no keys */
+    {1, 2, 1, 0, 5, 8, 8, false, 0, 0, 0, false, 0, 0, false}, /* no rows */
 };
 
 TEST(attn_bwd_tiled_matches_reference)
