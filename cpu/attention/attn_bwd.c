@@ -6,26 +6,30 @@
  *     S  = scale Q K^T (+ mask),  P = exp(S - lse)   (the forward's lse:
  *                                                     exact weights, no
  *                                                     running max)
- *     dV += (P Z)^T dO,  dP = dO V^T,  dS = P (dP Z - D) scale,
- *     dK += dS^T Q,      dQ += dS K
+ *     dV^T += dO^T (P Z),  dP = dO V^T,  dS = P (dP Z - D) scale,
+ *     dK^T += Q^T dS,      dQ += dS K
  * with Z the dropout factor (0 or 1 / (1 - p), the forward's decisions).
+ * dK and dV accumulate transposed so that P Z and dS are the GEMMs' B
+ * operand as they lie; only dS is repacked per tile pair (the A of dS K).
  * Nothing of size Tq x Tk exists: each part of the pool has its own tile
  * buffers, and tiles outside every row's causal/window range are skipped.
  *
  * Two strategies (tm__attn_bwd_strategy):
- *  - split: one task per key tile of a (b, key/value head) computes its dK
- *    and dV over every query tile of the head group's query heads (the
- *    group's sum made inside the task: no copies of k, v per query head,
- *    no atomics), and one task per query tile of a (b, head) computes its
- *    dQ over the key tiles.  S and P are computed twice (7 tile GEMMs),
- *    but there are B * Hkv * Tk / BK + B * H * Tq / BQ tasks: the pool is
- *    busy whatever the batch.
+ *  - split: one task per block of up to NB key tiles of a (b, key/value
+ *    head) computes their dK and dV over every query tile of the head
+ *    group's query heads (the group's sum made inside the task: no copies
+ *    of k, v per query head, no atomics), and one task per block of up to
+ *    NB query tiles of a (b, head) computes their dQ over the key tiles.
+ *    S and P are computed twice (7 tile GEMMs), but there are about
+ *    B * Hkv * Tk / (NB BK) + B * H * Tq / (NB BQ) tasks: the pool is busy
+ *    whatever the batch.
  *  - fused: one task per (b, key/value head) computes dQ, dK and dV of the
  *    group together (5 tile GEMMs; the group's dQ accumulates in the
  *    task's own O(G * Tq * D) buffer).  Cheaper when B * Hkv tasks keep
- *    every thread busy.
- * Every output element is computed by one task in a fixed order, so
- * results do not depend on the thread count (for a given strategy).
+ *    every thread busy (tm__attn_bwd_pick).
+ * Every output element is summed by one task in a fixed order (query
+ * tiles, then key tiles, ascending), whatever the block size, so results
+ * do not depend on the thread count (for a given strategy).
  */
 #include "attn_bwd.h"
 #include "../../tensor/runtime/runtime_impl.h"
