@@ -361,3 +361,34 @@ done:
     free_grads(&a), free_grads(&b);
     tm_free(q), tm_free(k), tm_free(v), tm_free(g), tm_free(out), tm_free(lse);
 }
+
+/* Every allocation of a backward call (the tensors' and the kernel's
+ * scratch) failing in turn: TM_ENOMEM, nothing leaked. */
+static tm_status bwd_alloc_seq(void)
+{
+    int64_t qs[4] = {1, 2, 70, 16}, ks[4] = {1, 1, 70, 16};
+    tm_tensor *t[9] = {tm_zeros(qs, 4, TM_F32), tm_zeros(ks, 4, TM_F32),
+                       tm_zeros(ks, 4, TM_F32), tm_zeros(qs, 4, TM_F32),
+                       tm_zeros(qs, 4, TM_F32), tm_zeros(qs, 3, TM_F32),
+                       tm_zeros(qs, 4, TM_F32), tm_zeros(ks, 4, TM_F32),
+                       tm_zeros(ks, 4, TM_F32)};
+    tm_status st = TM_ENOMEM;
+    tm_attn_params p = {.scale = 0.25, .causal = true};
+    for (int x = 0; x < 9; x++)
+        if (!t[x]) goto done;
+    {
+        tm_buf b[9], none = buf_or_none(NULL);
+        for (int x = 0; x < 9; x++) b[x] = tm__buf(t[x]);
+        st = tm__attn_bwd_f32(&b[6], &b[7], &b[8], &b[3], &b[0], &b[1],
+                              &b[2], &b[4], &b[5], &none, &p,
+                              TM__ATTN_BWD_SPLIT);
+    }
+done:
+    for (int x = 0; x < 9; x++) tm_free(t[x]);
+    return st;
+}
+
+TEST(attn_bwd_survives_every_allocation_failure)
+{
+    tt_check_every_alloc_failure(__FILE__, __LINE__, bwd_alloc_seq, 12);
+}
