@@ -53,5 +53,11 @@ tm_status tm__cpu_attention_backward(tm_ctx *ctx, const tm_buf *dq,
     (void)ctx;
     tm_status st = check(__func__, q, k, v, mask, true);
     if (st) return st;
+    if (!lse || !lse->handle)
+        return tm__errf(TM_EINVAL, __func__,
+                        "the backward needs the forward's lse");
+    if (q->dtype == TM_F32)
+        return tm__attn_bwd_f32(dq, dk, dv, g, q, k, v, out, lse, mask, p,
+                                TM__ATTN_BWD_AUTO);
     return tm__attn_ref_backward(dq, dk, dv, g, q, k, v, out, lse, mask, p);
 }

@@ -1,0 +1,95 @@
+/*
+ * attn_bwd.h — the pieces of the tiled F32 attention backward
+ * (attn_bwd.c) that work on one tile: packing q, k, v and g tiles for the
+ * GEMM micro-kernels (cpu/gemm/gemm_impl.h), the tile GEMM, and the
+ * element steps (scores to weights, weights to score gradients).
+ * Internal to cpu/attention/attn_bwd*.c.
+ *
+ * Layouts.  An "A panel" operand is packed MR rows at a time (element
+ * [r, p] of panel ip at a[(ip * kc + p) * MR + r], rows past the end
+ * zero); a "B" operand is row-major with its columns padded with zeros to
+ * a multiple of NR; a "C" tile is row-major with MR-rounded rows and
+ * NR-rounded columns, so every micro-kernel call is a full one.
+ */
+#ifndef FOUNDRY_CPU_ATTN_BWD_H
+#define FOUNDRY_CPU_ATTN_BWD_H
+
+#include "attn_impl.h"
+#include "../gemm/gemm_impl.h"
+
+/* Query and key rows per tile.  64 x 64 keeps a tile's scores, weights
+ * and packed operands (D <= 128) inside L2 next to the accumulators;
+ * 64 x 128, 128 x 64 and 128 x 128 measured within noise of it (T = 256
+ * and T = 2048 causal), with more scratch and more causal waste. */
+#define TM__ABWD_BQ 64
+#define TM__ABWD_BK 64
+
+static inline int64_t tm__abwd_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* The F32 GEMM micro-kernel family in use. */
+const tm__gemm_kernel *tm__abwd_kernel(void);
+
+/* C[m x n] = alpha * A·B + beta * C: A packed panels with depth kc, B
+ * row-major (ldb), C row-major (ldc); C and B sized as in the layouts. */
+void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
+                   int64_t kc, const float *a, const float *b, int64_t ldb,
+                   float *c, int64_t ldc, float alpha, float beta);
+
+/* A panels of the m x k rows of src (row stride ld) into dst. */
+void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,
+                     int mr, float *dst);
+/* A panels of the transpose of src (k rows of m, row stride ld): the A
+ * operand whose row r is column r of src.  With z (row stride ldz), each
+ * element is multiplied by z's. */
+void tm__abwd_pack_at(const float *src, int64_t ld, const float *z,
+                      int64_t ldz, int64_t k, int64_t m, int mr, float *dst);
+/* Rows [0, m) of src (row stride ld), n columns, into dst (row stride
+ * ldd, columns n..ldd zero). */
+void tm__abwd_rows(const float *src, int64_t ld, int64_t m, int64_t n,
+                   float *dst, int64_t ldd);
+/* The transpose of src (n rows of k, row stride ld) into dst (k rows,
+ * row stride ldd, columns n..ldd zero). */
+void tm__abwd_trans(const float *src, int64_t ld, int64_t n, int64_t k,
+                    float *dst, int64_t ldd);
+
+#if defined(__x86_64__)
+/* The same copies with AVX2 (attn_bwd_avx2.c); the packs for MR = 8
+ * (pack_at without z). */
+void tm__abwd_pack_a8_avx2(const float *src, int64_t ld, int64_t m,
+                           int64_t k, float *dst);
+void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
+                            int64_t m, float *dst);
+void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
+                         float *dst, int64_t ldd);
+/* dp[c] = s[c] (dp[c] - di) scale, or (z[c] dp[c] - s[c] di) scale with
+ * z, for c < n: tm__abwd_ds's loop, same bits. */
+void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,
+                      float di, float scale);
+/* x[c] -= l for c < n. */
+void tm__abwd_sub_avx2(float *x, int64_t n, float l);
+#endif
+
+/* dS of one row in place of its dP: dp[c] = s[c] (dp[c] - di) scale, or
+ * with the dropout-weighted weights z (= P Z), (z[c] dp[c] - s[c] di)
+ * scale; c < n. */
+void tm__abwd_ds(const float *s, const float *z, float *dp, int64_t n,
+                 float di, float scale);
+
+/* Where one tile sits: rows [i0, i0 + m) of head h, keys [j0, j0 + n) of
+ * batch b. */
+typedef struct tm__abwd_tile {
+    int64_t b, h, i0, m, j0, n;
+} tm__abwd_tile;
+
+/* Scores s (m x n, row stride ld, already scale * q.k) into weights
+ * exp(s + mask - lse) in place: keys a row does not see (causal, window,
+ * BOOL mask false) weigh 0, as do rows with lse = -inf.  `full`: no
+ * causal/window test is needed in this tile. */
+void tm__abwd_weights(const tm_attn_params *p, const tm_buf *mask,
+                      int64_t tk, const tm__abwd_tile *t, bool full,
+                      const float *lse, float *s, int64_t ld);
+
+#endif
