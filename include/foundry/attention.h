@@ -164,8 +164,8 @@ tm_tensor *tm_rope_apply(tm_rope *rope, const tm_tensor *x, int64_t offset,
  * (positions' shape..., rotary_dim / 2) at offset + positions, in dtype
  * dt (F32 or F64) on device dev.  What Hugging Face's rotary_emb(x,
  * position_ids) returns, without its duplication of each value over the
- * pair's two dims.  Two new references (views of the cache); on error
- * both are NULL. */
+ * pair's two dims.  Two new references (views of the cache, or its rows
+ * copied for explicit positions); on error both are NULL. */
 tm_status tm_rope_tables(tm_rope *rope, int64_t offset,
                          const tm_tensor *positions, int64_t length,
                          tm_dtype dt, tm_device dev, tm_tensor **cos,
