@@ -134,4 +134,5 @@ const tm_backend tm__cpu_backend = {
     .scatter_reduce = tm__cpu_scatter_reduce,
     .attention = tm__cpu_attention,
     .attention_backward = tm__cpu_attention_backward,
+    .rope = tm__cpu_rope,
 };

@@ -113,6 +113,9 @@ tm_status tm__cpu_attention_backward(tm_ctx *ctx, const tm_buf *dq,
                                      const tm_buf *out, const tm_buf *lse,
                                      const tm_buf *mask,
                                      const tm_attn_params *p);
+tm_status tm__cpu_rope(tm_ctx *ctx, const tm_buf *out, const tm_buf *x,
+                       const tm_buf *cos, const tm_buf *sin,
+                       const tm_rope_params *p);
 tm_status tm__cpu_sort(tm_ctx *ctx, const tm_buf *values, const tm_buf *indices,
                        const tm_buf *in, bool descending);
 tm_status tm__cpu_random(tm_ctx *ctx, const tm_buf *dst, int kind, double p0,

@@ -93,6 +93,121 @@ typedef struct tm_sdpa_opts {
 tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
                    const tm_tensor *v, const tm_sdpa_opts *opts);
 
+
+/* ------------------------------------------------ rotary position embeddings
+ *
+ * RoPE rotates the first rotary_dim (even) elements of each head vector in
+ * pairs by angles pos * inv_freq[t], t < rotary_dim / 2:
+ *     out1 = x1 cos - x2 sin,   out2 = x2 cos + x1 sin
+ * Pair t is (t, t + rotary_dim / 2) (Hugging Face Llama, GPT-NeoX,
+ * SmolLM2) or, `interleaved`, (2t, 2t + 1) (GPT-J, ggml's normal mode);
+ * the other head_dim - rotary_dim elements pass through.  The frequencies
+ * inv_freq[t] = theta^(-2t / rotary_dim) are rescaled as Hugging Face
+ * transformers' rope types define them (modeling_rope_utils):
+ *   LINEAR   inv_freq / factor (positions divided by factor);
+ *   DYNAMIC  NTK-aware: theta * (factor L / orig - (factor - 1))^(r/(r-2))
+ *            with L the sequence length seen (at least orig; see
+ *            tm_rope_apply), r = rotary_dim;
+ *   YARN     a linear ramp over the pair index between interpolation
+ *            (inv_freq / factor) and extrapolation (inv_freq), bounded by
+ *            the dims where beta_fast and beta_slow rotations fit in orig
+ *            positions (floored / ceiled unless yarn_truncate is false),
+ *            and an attention factor (default 0.1 ln(factor) + 1, or
+ *            mscale(factor, mscale) / mscale(factor, mscale_all_dim) when
+ *            both are given) that multiplies cos and sin;
+ *   LLAMA3   wavelengths 2 pi / inv_freq above orig / low_freq_factor are
+ *            divided by factor, those below orig / high_freq_factor kept,
+ *            those between smoothly interpolated.
+ * Angles are computed in double and cos and sin rounded once to the
+ * compute dtype (F32; F64 for F64 inputs), scaled by the attention factor.
+ */
+
+typedef enum tm_rope_scaling {
+    TM_ROPE_SCALING_NONE = 0,
+    TM_ROPE_SCALING_LINEAR = 1,
+    TM_ROPE_SCALING_DYNAMIC = 2,
+    TM_ROPE_SCALING_YARN = 3,
+    TM_ROPE_SCALING_LLAMA3 = 4
+} tm_rope_scaling;
+
+/* What a tm_rope computes; start from tm_rope_defaults(head_dim). */
+typedef struct tm_rope_config {
+    int64_t head_dim;   /* D, the last dim of the tensors rotated */
+    int64_t rotary_dim; /* even, in [2, head_dim]: the dims rotated */
+    double theta;       /* the base (10000) */
+    bool interleaved;   /* pairs (2t, 2t + 1) instead of halves */
+    tm_rope_scaling scaling;
+    double factor;      /* LINEAR, DYNAMIC, YARN, LLAMA3: > 0 */
+    /* DYNAMIC, YARN, LLAMA3: the context length trained on (> 0) */
+    int64_t original_max_positions;
+    /* Multiplies cos and sin; 0 means the variant's default (YaRN's
+     * formula above, 1 for the others).  >= 0. */
+    double attention_factor;
+    double beta_fast, beta_slow;   /* YARN: 32 and 1 (> 0) */
+    double mscale, mscale_all_dim; /* YARN: 0 = not given */
+    bool yarn_truncate;            /* YARN: floor / ceil the ramp's bounds
+                                      (true, Hugging Face's default) */
+    double low_freq_factor, high_freq_factor; /* LLAMA3: 1 and 4
+                                                 (0 < low < high) */
+} tm_rope_config;
+
+/* rotary_dim = head_dim, theta 10000, halves layout, no scaling, factor
+ * 1, attention_factor 0 (default), beta_fast 32, beta_slow 1,
+ * yarn_truncate true, low/high_freq_factor 1 and 4, original_max_positions
+ * 0 (to be set for DYNAMIC, YARN and LLAMA3). */
+tm_rope_config tm_rope_defaults(int64_t head_dim);
+
+/* A rotary embedding: the configuration (copied), its frequencies and
+ * cos/sin tables cached per dtype and device, grown when a longer length
+ * is needed.  Calls on one tm_rope may come from several threads (a lock
+ * guards the cache). */
+typedef struct tm_rope tm_rope;
+
+/* NULL with an error (TM_EINVAL naming the field and value) when the
+ * configuration is invalid: head_dim < 2, rotary_dim odd, < 2 or >
+ * head_dim, theta or a factor not finite and > 0, an unknown scaling, a
+ * missing original_max_positions, DYNAMIC with rotary_dim 2, LLAMA3 with
+ * low_freq_factor >= high_freq_factor. */
+tm_rope *tm_rope_new(const tm_rope_config *cfg);
+/* NULL is a no-op.  Tensors returned earlier stay valid. */
+void tm_rope_free(tm_rope *rope);
+
+/* x (..., T, head_dim) rotated at positions: offset + t for row t when
+ * `positions` is NULL (offset >= 0: the KV cache decodes at its length);
+ * else offset + positions[t] for an integer `positions` of shape (T), or
+ * offset + positions[b, t] for shape (B, T), where x is (B, ..., T, D)
+ * (B may be 1 in positions: broadcast).  Positions must be >= 0;
+ * explicit positions are read back to size the tables (a host
+ * synchronization).  DYNAMIC tracks the longest length L = max position + 1
+ * seen, as Hugging Face does: the frequencies are recomputed when L grows
+ * past what they were made for, and reset to those of orig when a shorter
+ * sequence than orig follows a longer one.  F32, F64, F16 or BF16 x (F16
+ * and BF16 computed in F32 and rounded back); differentiable in x.  New
+ * reference, contiguous; NULL with an error on bad input. */
+tm_tensor *tm_rope_apply(tm_rope *rope, const tm_tensor *x, int64_t offset,
+                         const tm_tensor *positions);
+
+/* The cos and sin the rotation of tm_rope_apply uses (attention factor
+ * included), one value per pair: shape (length, rotary_dim / 2) for the
+ * positions offset .. offset + length - 1 (positions NULL), else
+ * (positions' shape..., rotary_dim / 2) at offset + positions, in dtype
+ * dt (F32 or F64) on device dev.  What Hugging Face's rotary_emb(x,
+ * position_ids) returns, without its duplication of each value over the
+ * pair's two dims.  Two new references (views of the cache, or its rows
+ * copied for explicit positions); on error both are NULL. */
+tm_status tm_rope_tables(tm_rope *rope, int64_t offset,
+                         const tm_tensor *positions, int64_t length,
+                         tm_dtype dt, tm_device dev, tm_tensor **cos,
+                         tm_tensor **sin);
+
+/* x (..., T, D) rotated by given tables: cos and sin of shape
+ * broadcastable to (..., T, rotary_dim / 2) (rotary_dim = 2 *
+ * cos's last dim <= D), pairs as `interleaved` says.  cos and sin are
+ * converted to x's compute dtype.  Differentiable in x only (cos and sin
+ * get no gradient).  New reference; NULL with an error on bad input. */
+tm_tensor *tm_rope_rotate(const tm_tensor *x, const tm_tensor *cos,
+                          const tm_tensor *sin, bool interleaved);
+
 #ifdef __cplusplus
 }
 #endif

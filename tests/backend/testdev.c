@@ -157,6 +157,7 @@ typedef struct tt_job {
         tm_loss_params loss;
         tm_optim_update upd;
         tm_attn_params attn;
+        tm_rope_params rope;
     } u;
     tm_buf *many; /* grad_norm's buffers */
     int nmany;
@@ -251,6 +252,8 @@ static tm_status tt_run(tt_job *j)
         return c->attention_backward(x, &b[0], &b[1], &b[2], &b[3], &b[4],
                                      &b[5], &b[6], &b[7], &b[8], &b[9],
                                      &j->u.attn);
+    case TM_ENTRY_ROPE:
+        return c->rope(x, &b[0], &b[1], &b[2], &b[3], &j->u.rope);
     case TT_JOB_H2D:
         memcpy(b[0].handle, j->host, j->bytes);
         return TM_OK;
@@ -664,6 +667,15 @@ static tm_status tt_grad_norm(tm_ctx *c, const tm_buf *out,
     return TT_QUEUE(c, out);
 }
 
+static tm_status tt_rope(tm_ctx *c, const tm_buf *out, const tm_buf *x,
+                         const tm_buf *cos, const tm_buf *sin,
+                         const tm_rope_params *p)
+{
+    TT_NEW(TM_ENTRY_ROPE);
+    j->u.rope = *p;
+    return TT_QUEUE(c, out, x, cos, sin);
+}
+
 /* ---------------------------------------------- devices, memory, streams */
 
 static int tt_device_count(void) { return TT_NDEV; }
@@ -810,6 +822,7 @@ static void tt_build(void)
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
         TT_IF(scan),
         TT_IF(scatter_reduce), TT_IF(attention), TT_IF(attention_backward),
+        TT_IF(scatter_reduce), TT_IF(rope),
 #undef TT_IF
     };
     tt_backend = b;

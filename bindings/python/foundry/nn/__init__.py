@@ -16,6 +16,7 @@ from ._layers_fold import Unfold, Fold
 from . import _layers_pool, _layers_resize
 from ._layers_pool import *  # noqa: F401,F403
 from ._layers_resize import *  # noqa: F401,F403
+from ._layers_rope import RotaryEmbedding  # noqa: F401
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -25,6 +26,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
            "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-           "Unfold", "Fold"]
+           "Unfold", "Fold", "RotaryEmbedding"]
 __all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
             + _layers_resize.__all__)

@@ -21,6 +21,7 @@ from ._functional_conv import (conv1d, conv2d, conv3d,  # noqa: F401
                                conv_transpose3d)
 from ._functional_pool import *  # noqa: F401,F403
 from ._functional_resize import *  # noqa: F401,F403
+from ._functional_rope import *  # noqa: F401,F403
 
 def _opt(t, what):
     return ffi.NULL if t is None else ptr(t, what)
