@@ -474,7 +474,7 @@ tm_status tm_kv_cache_truncate(tm_kv_cache *c, int64_t n)
                           "holds %lld positions", (long long)n, l,
                           (long long)L->len);
         /* The next query, at position n, sees n - W + 1 .. n - 1. */
-        if (L->ring && n - L->window + 1 < L->lost)
+        if (L->lost > 0 && n - L->window + 1 < L->lost)
             return TM_ERR(TM_ESTATE, "cannot truncate to %lld: layer %d "
                           "(window %lld) no longer holds positions before "
                           "%lld, and a query at %lld needs them from %lld on",
