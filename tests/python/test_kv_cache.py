@@ -241,3 +241,30 @@ def test_attend_gives_the_query_a_gradient(rng):
     ds = w * (dw - (w * dw).sum(-1, keepdims=True))
     want = ds @ kd / np.sqrt(D)
     assert rel_err(qt.grad, want) <= 1e-5
+
+
+def test_cache_on_the_test_device_matches_the_cpu(rng, test_device):
+    # The cache writes through tensor copies only, so it runs on a device
+    # whose memory the host cannot touch: the same keys come back, and
+    # attention over them matches the CPU's.
+    q, k, v = seq(rng, 4, 2, t=9)
+    dev = foundry.nn.KVCache(1, B, 2, 9, D, v_head_dim=DV, window=4,
+                             device=test_device)
+    cpu = foundry.nn.KVCache(1, B, 2, 9, D, v_head_dim=DV, window=4)
+    assert dev.device == test_device
+    pos = 0
+    for n in [2, 1, 3, 1, 2]:
+        sl = slice(pos, pos + n)
+        kd, vd = dev.update(0, foundry.tensor(k[:, :, sl]).to(test_device),
+                            foundry.tensor(v[:, :, sl]).to(test_device))
+        kc, vc = cpu.update(0, foundry.tensor(k[:, :, sl]),
+                            foundry.tensor(v[:, :, sl]))
+        assert kd.device == test_device
+        np.testing.assert_array_equal(np.asarray(kd.to("cpu")),
+                                      np.asarray(kc))
+        np.testing.assert_array_equal(np.asarray(vd.to("cpu")),
+                                      np.asarray(vc))
+        pos += n
+    with pytest.raises(foundry.FoundryError, match="is on cpu, the cache "
+                                                   "on test"):
+        dev.append(0, foundry.tensor(k[:, :, :1]), foundry.tensor(v[:, :, :1]))
