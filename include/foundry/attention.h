@@ -167,8 +167,10 @@ tm_status tm_kv_cache_update(tm_kv_cache *c, int layer, const tm_tensor *k,
  * window.  `opts` (NULL: defaults) gives the scale, dropout and impl; its
  * mask must be NULL and its causal_offset and window 0, since the cache
  * sets them (TM_EINVAL otherwise).  q's n must be k's.  Differentiable in
- * q only (cached keys are detached).  New reference; NULL with an error,
- * the cache unchanged, on failure. */
+ * q only (cached keys are detached); the node saves a view of the layer's
+ * storage, so run the backward before writing to the layer again (a later
+ * write is reported at backward time as an in-place change).  New
+ * reference; NULL with an error, the cache unchanged, on failure. */
 tm_tensor *tm_kv_cache_attend(tm_kv_cache *c, int layer, const tm_tensor *q,
                               const tm_tensor *k, const tm_tensor *v,
                               const tm_sdpa_opts *opts);

@@ -241,6 +241,15 @@ def test_attend_gives_the_query_a_gradient(rng):
     ds = w * (dw - (w * dw).sum(-1, keepdims=True))
     want = ds @ kd / np.sqrt(D)
     assert rel_err(qt.grad, want) <= 1e-5
+    # The node saves a view of the storage: a write before the backward is
+    # reported, not turned into a wrong gradient.
+    cache.truncate(4)
+    y = cache.attend(0, qt, foundry.tensor(k[:, :, 4:]),
+                     foundry.tensor(v[:, :, 4:]))
+    cache.truncate(4)
+    cache.append(0, foundry.tensor(k[:, :, :1]), foundry.tensor(v[:, :, :1]))
+    with pytest.raises(foundry.FoundryError, match="modified in place"):
+        y.sum().backward()
 
 
 def test_cache_on_the_test_device_matches_the_cpu(rng, test_device):
