@@ -355,3 +355,62 @@ done:
     tm_kv_cache_free(c);
     seq_free(&s);
 }
+
+/* One attend on `layer` that must leave the length as it was on failure
+ * (TM_ESTATE, which the fault test does not expect, if it did not). */
+static tm_status attend_once(tm_kv_cache *c, int layer, const tm_tensor *q,
+                             const tm_tensor *k)
+{
+    int64_t len = tm_kv_cache_length(c, layer);
+    tm_tensor *y = tm_kv_cache_attend(c, layer, q, k, k, NULL);
+    if (y) {
+        tm_free(y);
+        return TM_OK;
+    }
+    tm_status st = tm_last_status();
+    return tm_kv_cache_length(c, layer) == len ? st : TM_ESTATE;
+}
+
+/* A cache's life: new, chunks and single tokens on a full layer and on a
+ * ring of 3 (unwrapped view, ordered copy, the ring as is), update,
+ * truncate, free. */
+static tm_status cache_sequence(void)
+{
+    tm_kv_cache_opts o = {0};
+    o.windows = (int64_t[]){0, 3};
+    tm_kv_cache *c = tm_kv_cache_new(2, 1, 2, 12, 4, &o);
+    tm_tensor *q2 = NULL, *k2 = NULL, *q1 = NULL, *k1 = NULL, *ka = NULL,
+              *va = NULL;
+    tm_status st = TM_OK;
+    if (!c || !(q2 = tm_ones((int64_t[]){1, 4, 2, 4}, 4, TM_F32)) ||
+        !(k2 = tm_ones((int64_t[]){1, 2, 2, 4}, 4, TM_F32)) ||
+        !(q1 = tm_ones((int64_t[]){1, 4, 1, 4}, 4, TM_F32)) ||
+        !(k1 = tm_ones((int64_t[]){1, 2, 1, 4}, 4, TM_F32))) {
+        st = tm_last_status();
+        goto done;
+    }
+    for (int layer = 0; layer < 2 && !st; layer++)
+        if ((st = attend_once(c, layer, q2, k2)) ||
+            (st = attend_once(c, layer, q2, k2)) ||
+            (st = attend_once(c, layer, q1, k1)) ||
+            (st = attend_once(c, layer, q2, k2)))
+            goto done;
+    if ((st = tm_kv_cache_update(c, 1, k2, k2, &ka, &va, NULL)) ||
+        (st = tm_kv_cache_append(c, 0, k2, k2)) ||
+        (st = tm_kv_cache_truncate(c, 8)))
+        goto done;
+done:
+    tm_free(q2);
+    tm_free(k2);
+    tm_free(q1);
+    tm_free(k1);
+    tm_free(ka);
+    tm_free(va);
+    tm_kv_cache_free(c);
+    return st;
+}
+
+TEST(kv_cache_every_allocation_failure_is_clean)
+{
+    CHECK_EVERY_ALLOC_FAILURE(cache_sequence, 20);
+}
