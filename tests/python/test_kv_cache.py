@@ -274,6 +274,20 @@ def test_cache_on_the_test_device_matches_the_cpu(rng, test_device):
         np.testing.assert_array_equal(np.asarray(vd.to("cpu")),
                                       np.asarray(vc))
         pos += n
+    # Attention through the cache on the device, chunks and single tokens
+    # over a ring that wraps, against the numpy reference.
+    dev = foundry.nn.KVCache(1, B, 2, 9, D, v_head_dim=DV, window=4,
+                             device=test_device)
+    out, pos = [], 0
+    for n in [2, 1, 3, 1, 2]:
+        sl = slice(pos, pos + n)
+        y = dev.attend(0, *(foundry.tensor(a[:, :, sl]).to(test_device)
+                            for a in (q, k, v)))
+        assert y.device == test_device
+        out.append(np.asarray(y.to("cpu")))
+        pos += n
+    got = np.concatenate(out, axis=2)
+    assert rel_err(got, ref_attention(q, k, v, 4)) <= 1e-5
     with pytest.raises(foundry.FoundryError, match="is on cpu, the cache "
                                                    "on test"):
         dev.append(0, foundry.tensor(k[:, :, :1]), foundry.tensor(v[:, :, :1]))
