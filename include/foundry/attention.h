@@ -166,7 +166,8 @@ tm_status tm_kv_cache_update(tm_kv_cache *c, int layer, const tm_tensor *k,
  * ones up to itself (causal, aligned bottom-right), within the layer's
  * window.  `opts` (NULL: defaults) gives the scale, dropout and impl; its
  * mask must be NULL and its causal_offset and window 0, since the cache
- * sets them (TM_EINVAL otherwise).  q's n must be k's.  Differentiable in
+ * sets them (TM_EINVAL otherwise); its causal flag is not read (always
+ * causal).  q's n must be k's.  Differentiable in
  * q only (cached keys are detached); the node saves a view of the layer's
  * storage, so run the backward before writing to the layer again (a later
  * write is reported at backward time as an in-place change).  New
