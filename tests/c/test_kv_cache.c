@@ -6,6 +6,8 @@
 
 #include "foundry/attention.h"
 
+#include <stdlib.h>
+
 enum { B = 2, H = 2, D = 4, DV = 3 };
 
 /* The value a token at `pos` carries in (b, h, d): its position is
