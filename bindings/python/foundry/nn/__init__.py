@@ -29,3 +29,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "Unfold", "Fold", "RotaryEmbedding"]
 __all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
             + _layers_resize.__all__)
+from ._kv_cache import KVCache  # noqa: E402
+__all__ += ["KVCache"]
