@@ -28,3 +28,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "Unfold", "Fold"]
 __all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
             + _layers_resize.__all__)
+from ._layers_attention import MultiheadAttention  # noqa: E402
+__all__ += ["MultiheadAttention"]
