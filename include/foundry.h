@@ -22,5 +22,6 @@
 #include "foundry/optim.h"
 #include "foundry/io.h"
 #include "foundry/backend.h"
+#include "foundry/attention.h"
 
 #endif

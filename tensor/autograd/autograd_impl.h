@@ -28,7 +28,7 @@
 
 #include "../core/tensor_impl.h"
 
-#define TM__AG_MAX_SAVED 4
+#define TM__AG_MAX_SAVED 6
 
 typedef struct tm__node tm__node;
 typedef struct tm__gradbox tm__gradbox;

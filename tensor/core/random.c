@@ -59,6 +59,15 @@ void tm_rng_u32(tm_rng *rng, uint32_t *out, size_t n)
     tm__rng_release(rng);
 }
 
+tm_rng tm__rng_take(tm_rng *rng, uint64_t blocks)
+{
+    tm_rng *r = tm__rng_acquire(rng);
+    tm_rng was = *r;
+    r->counter += blocks;
+    tm__rng_release(rng);
+    return was;
+}
+
 void tm_manual_seed(uint64_t seed)
 {
     pthread_mutex_lock(&tm__rng_lock);

@@ -146,7 +146,7 @@ tm__dev_pool *tm__dev_pool_new(void);
  * copies; absent ones are skipped; registering one variable twice makes it
  * in-out); tm__stage_end converts outputs back and frees the copies.  A
  * backend without `supports` costs nothing here. */
-#define TM__STAGE_MAX 8
+#define TM__STAGE_MAX 10
 enum { TM__STAGE_IN = 1, TM__STAGE_OUT = 2, TM__STAGE_INOUT = 3 };
 /* The copies of a staged call (allocated only when staging happens, so
  * the common path zero-initialises a small struct). */
@@ -211,6 +211,13 @@ void tm__store_f64(void *p, tm_dtype dt, double v);
 bool tm__ag_requires(const tm_tensor *t);
 /* Releases t's autograd state (called by tm_free). */
 void tm__ag_meta_free(tm_tensor *t);
+
+/* ---------------------------------------------------------------- random */
+
+/* The state of `rng` (NULL: the default generator, under its lock), then
+ * advances it by `blocks`: for an entry that draws from that state itself
+ * (attention's dropout). */
+tm_rng tm__rng_take(tm_rng *rng, uint64_t blocks);
 
 /* ------------------------------------------------------------- backends */
 
