@@ -126,6 +126,9 @@ def _mask(attn_mask, q, out_shape):
     if dt is not _c.bool_ and dt is not q.dtype:
         attn_mask = attn_mask.to(q.dtype)
     shape = tuple(attn_mask.shape)
+    if len(shape) < 2:  # PyTorch: dim -2 is out of range
+        raise IndexError(f"{_FN}: attn_mask must have at least 2 dims (L, "
+                         f"S), got shape {list(shape)}")
     if len(shape) > len(out_shape) or \
             _broadcast([shape, out_shape], "attn_mask and the scores' "
                        "shape (batch..., L, S)") != tuple(out_shape):
