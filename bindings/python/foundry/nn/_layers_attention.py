@@ -251,7 +251,7 @@ class MultiheadAttention(Module):
         else:
             if mask is not None:
                 mask = mask.unsqueeze(0) if mask.shape[0] == 1 else \
-                    mask.reshape(bsz, h, tgt, src)
+                    mask.reshape(bsz, h, mask.shape[1], src)
             out = F.scaled_dot_product_attention(
                 q.reshape(bsz, h, tgt, hd), k.reshape(bsz, h, src, hd),
                 v.reshape(bsz, h, src, hd), mask, p, causal)
