@@ -23,6 +23,15 @@ void tt_sdpa_ref(const tt_sdpa_case *c, const double *q, const double *k,
                  const double *v, const double *madd, const double *drop,
                  double *out);
 
+/* The gradients of sum(out * go) (go: B, H, Tq, Dv) into dq, dk, dv
+ * (shapes of q, k, v; each may be NULL), from the same materialised
+ * weights: dv = P^T go, dS = P (dP - rowsum(P dP)), dq = scale dS k,
+ * dk = scale dS^T q, with the dropout factors applied to P where given. */
+void tt_sdpa_ref_grad(const tt_sdpa_case *c, const double *q,
+                      const double *k, const double *v, const double *madd,
+                      const double *drop, const double *go, double *dq,
+                      double *dk, double *dv);
+
 /* max |got - want| / max |want| (0 when both are 0). */
 double tt_rel_err(const double *got, const double *want, int64_t n);
 
@@ -30,5 +39,27 @@ double tt_rel_err(const double *got, const double *want, int64_t n);
  * dt (its values read back into *vals, malloc'ed, when vals is given). */
 tm_tensor *tt_sdpa_input(const int64_t *shape, int nd, tm_dtype dt,
                          uint64_t seed, double **vals);
+
+/* One comparison of tm_sdpa against the reference: inputs of case c in
+ * dtype dt (seeded), opts->causal/offset/window/scale taken from c, an
+ * optional mask (BOOL or float, any broadcastable shape) and dropout from
+ * opts.  Checks the forward and, with grads, dq, dk and dv of
+ * sum(out * go) against tt_sdpa_ref_grad: max error relative to the
+ * largest reference value <= tol.  Failures are recorded with `label`;
+ * returns whether all passed. */
+bool tt_sdpa_check(const char *file, int line, const char *label,
+                   const tt_sdpa_case *c, tm_dtype dt,
+                   const tm_sdpa_opts *opts, bool grads, double tol,
+                   uint64_t seed);
+#define SDPA_CHECK(label, c, dt, opts, grads, tol, seed)                      \
+    tt_sdpa_check(__FILE__, __LINE__, (label), (c), (dt), (opts), (grads),   \
+                  (tol), (seed))
+
+/* The reference's additive mask (B, H, Tq, Tk) of a BOOL or float mask
+ * tensor (NULL for none); malloc'ed. */
+double *tt_sdpa_mask_add(const tm_tensor *mask, const tt_sdpa_case *c);
+/* The dropout factors (B, H, Tq, Tk) the contract defines for state rng
+ * and probability p: tm_uniform_ of an F32 tensor, u < (float)(1 - p). */
+double *tt_sdpa_drop(const tt_sdpa_case *c, tm_rng rng, double p);
 
 #endif
