@@ -269,6 +269,44 @@ def test_narrow_dtypes_run_in_f32(tch, rng):
     assert _rel(out.float(), ref) <= 2e-3
 
 
+
+@pytest.mark.parametrize("kw", [
+    dict(is_causal=True, enable_gqa=True),
+    dict(enable_gqa=True, window=3, causal_offset=1, is_causal=True),
+    dict(enable_gqa=True, scale=0.7, _mask=True),
+], ids=["causal_gqa", "window_offset", "mask_scale"])
+def test_f64_finite_differences(rng, kw):
+    """F64 gradients against central differences of sum(out * g), step
+    1e-6: truncation ~1e-12 and rounding ~1e-10 relative, so 1e-7."""
+    kw = dict(kw)
+    shapes = [(1, 2, 5, 4), (1, 1, 6, 4), (1, 1, 6, 3)]
+    xs = [rng.standard_normal(s) for s in shapes]
+    if kw.pop("_mask", False):
+        m = rng.random((5, 6)) < 0.7
+        m[:, 2] = True
+        kw["attn_mask"] = foundry.tensor(m)
+    g = rng.standard_normal((1, 2, 5, 3))
+
+    def loss(arrays):
+        out = F.scaled_dot_product_attention(
+            *(foundry.tensor(a) for a in arrays), **kw)
+        return float((out.numpy() * g).sum())
+
+    ts = [foundry.tensor(a).requires_grad_(True) for a in xs]
+    F.scaled_dot_product_attention(*ts, **kw).backward(foundry.tensor(g))
+    h = 1e-6
+    for n, t in enumerate(ts):
+        num = np.zeros(xs[n].size)
+        for e in range(xs[n].size):
+            hi = [a.copy() for a in xs]
+            lo = [a.copy() for a in xs]
+            hi[n].flat[e] += h
+            lo[n].flat[e] -= h
+            num[e] = (loss(hi) - loss(lo)) / (2 * h)
+        ana = t.grad.numpy().ravel()
+        assert np.abs(ana - num).max() <= 1e-7 * max(1.0, np.abs(num).max())
+
+
 # ---------------------------------------------------------------- dropout
 
 def _dropout_mask(shape, p, seed, impl="fused"):
@@ -435,3 +473,32 @@ def test_dtype_errors(tch):
                                        *_both([(2, 5, 8)] * 2))
     with pytest.raises(ValueError, match="window"):
         F.scaled_dot_product_attention(*_both(s), window=-1)
+
+
+def test_on_the_test_device_matches_the_cpu(test_device, rng):
+    """The test device runs the CPU's entries on a worker thread: results
+    and gradients bit-equal to the CPU's, through masks, GQA and
+    dropout."""
+    shapes = [(2, 4, 19, 16), (2, 2, 23, 16), (2, 2, 23, 12)]
+    mask = foundry.tensor(rng.random((19, 23)) < 0.8)
+    for kw in (dict(is_causal=True, enable_gqa=True),
+               dict(attn_mask=mask, enable_gqa=True, dropout_p=0.2),
+               dict(enable_gqa=True, window=5, _impl="composed")):
+        cpu = [foundry.tensor(rng.standard_normal(s), dtype=foundry.float32,
+                              requires_grad=True) for s in shapes]
+        dev = [t.detach().to(test_device).requires_grad_(True) for t in cpu]
+        dkw = dict(kw)
+        if "attn_mask" in kw:
+            dkw["attn_mask"] = mask.to(test_device)
+        foundry.manual_seed(4)
+        yc = F.scaled_dot_product_attention(*cpu, **kw)
+        foundry.manual_seed(4)
+        yd = F.scaled_dot_product_attention(*dev, **dkw)
+        assert yd.device == test_device
+        assert yd.tolist() == yc.tolist()
+        g = foundry.tensor(rng.standard_normal(tuple(yc.shape)),
+                           dtype=foundry.float32)
+        yc.backward(g)
+        yd.backward(g.to(test_device))
+        for a, b in zip(cpu, dev):
+            assert b.grad.tolist() == a.grad.tolist()
