@@ -27,6 +27,9 @@ TOL = {"float32": 1e-5, "float64": 1e-12}
 def _rel(a, ref):
     a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
     ref = ref.detach().numpy()
+    assert a.shape == ref.shape
+    if ref.size == 0:
+        return 0.0
     scale = np.abs(ref).max()
     return np.abs(a.astype(np.float64) - ref).max() / (scale if scale else 1)
 
@@ -305,6 +308,18 @@ def test_f64_finite_differences(rng, kw):
             num[e] = (loss(hi) - loss(lo)) / (2 * h)
         ana = t.grad.numpy().ravel()
         assert np.abs(ana - num).max() <= 1e-7 * max(1.0, np.abs(num).max())
+
+
+
+@pytest.mark.parametrize("qs,ks,vs", [
+    ((2, 2, 5, 8), (2, 2, 0, 8), (2, 2, 0, 6)),   # no keys: zeros
+    ((2, 2, 0, 8), (2, 2, 7, 8), (2, 2, 7, 6)),   # no queries
+    ((0, 2, 5, 8), (0, 2, 7, 8), (0, 2, 7, 6)),   # empty batch
+    ((2, 2, 5, 0), (2, 2, 7, 0), (2, 2, 7, 6)),   # E = 0: uniform weights
+    ((2, 2, 5, 8), (2, 2, 7, 8), (2, 2, 7, 0)),   # Ev = 0
+], ids=["Tk0", "Tq0", "B0", "E0", "Ev0"])
+def test_empty_dims(tch, rng, qs, ks, vs):
+    _compare(tch, rng, qs, ks, vs)
 
 
 # ---------------------------------------------------------------- dropout

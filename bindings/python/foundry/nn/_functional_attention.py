@@ -196,7 +196,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     o.window = window
     o.impl = _IMPLS[_impl]
     if scale is None:
-        o.scale = 0.0  # tm_sdpa's default: 1 / sqrt(E)
+        # tm_sdpa's default, 1 / sqrt(E); with E = 0 every score is 0 and
+        # any finite scale gives PyTorch's uniform weights
+        o.scale = 0.0 if q.shape[-1] else 1.0
     elif float(scale) == 0.0:
         # tm_sdpa reads 0 as the default: scores of q * 0 are the zeros
         # PyTorch's scale=0 gives (and q's gradient is 0, as there)
