@@ -141,7 +141,7 @@ size_t tt_testdev_bytes_in_use(void)
 
 enum { TT_JOB_H2D = TM_ENTRY_COUNT, TT_JOB_FREE };
 
-#define TT_MAXB 8
+#define TT_MAXB 10
 typedef struct tt_job {
     struct tt_job *next;
     int kind; /* a tm_entry, or TT_JOB_* */
@@ -156,6 +156,7 @@ typedef struct tt_job {
         tm_pool_geom pool;
         tm_loss_params loss;
         tm_optim_update upd;
+        tm_attn_params attn;
     } u;
     tm_buf *many; /* grad_norm's buffers */
     int nmany;
@@ -243,6 +244,13 @@ static tm_status tt_run(tt_job *j)
     case TM_ENTRY_SCAN:
         return c->scan(x, (tm_scan_kind)j->op, &b[0], &b[1], &b[2],
                        (int)j->k, j->flag);
+    case TM_ENTRY_ATTENTION:
+        return c->attention(x, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                            &j->u.attn);
+    case TM_ENTRY_ATTENTION_BACKWARD:
+        return c->attention_backward(x, &b[0], &b[1], &b[2], &b[3], &b[4],
+                                     &b[5], &b[6], &b[7], &b[8], &b[9],
+                                     &j->u.attn);
     case TT_JOB_H2D:
         memcpy(b[0].handle, j->host, j->bytes);
         return TM_OK;
@@ -592,6 +600,29 @@ static tm_status tt_loss_backward(tm_ctx *c, const tm_buf *gx,
     return TT_QUEUE(c, gx, gt, g, x, target, lse);
 }
 
+static tm_status tt_attention(tm_ctx *c, const tm_buf *out,
+                              const tm_buf *lse, const tm_buf *q,
+                              const tm_buf *k, const tm_buf *v,
+                              const tm_buf *mask, const tm_attn_params *p)
+{
+    TT_NEW(TM_ENTRY_ATTENTION);
+    j->u.attn = *p;
+    return TT_QUEUE(c, out, lse, q, k, v, mask);
+}
+
+static tm_status tt_attention_backward(tm_ctx *c, const tm_buf *dq,
+                                       const tm_buf *dk, const tm_buf *dv,
+                                       const tm_buf *g, const tm_buf *q,
+                                       const tm_buf *k, const tm_buf *v,
+                                       const tm_buf *out, const tm_buf *lse,
+                                       const tm_buf *mask,
+                                       const tm_attn_params *p)
+{
+    TT_NEW(TM_ENTRY_ATTENTION_BACKWARD);
+    j->u.attn = *p;
+    return TT_QUEUE(c, dq, dk, dv, g, q, k, v, out, lse, mask);
+}
+
 static tm_status tt_embedding_backward(tm_ctx *c, const tm_buf *dw,
                                        const tm_buf *g, const tm_buf *index)
 {
@@ -778,7 +809,7 @@ static void tt_build(void)
         TT_IF(pool_backward), TT_IF(loss), TT_IF(loss_backward),
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
         TT_IF(scan),
-        TT_IF(scatter_reduce),
+        TT_IF(scatter_reduce), TT_IF(attention), TT_IF(attention_backward),
 #undef TT_IF
     };
     tt_backend = b;
