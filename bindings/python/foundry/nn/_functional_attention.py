@@ -18,6 +18,8 @@ _ShapeError = _c.error_class(lib.TM_ESHAPE)
 _SettingError = _c.error_class(lib.TM_EINVAL)
 _DtypeError = _c.error_class(lib.TM_EDTYPE)
 
+__all__ = ["scaled_dot_product_attention"]
+
 _FN = "scaled_dot_product_attention"
 _IMPLS = {"auto": lib.TM_SDPA_AUTO, "fused": lib.TM_SDPA_FUSED,
           "composed": lib.TM_SDPA_COMPOSED}
