@@ -133,13 +133,16 @@ tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
         a.p.rng = tm__rng_take(o.rng, n / 4 + (n % 4 != 0));
     }
     a.ct = compute_dtype(q->dtype);
-    bool composed = o.impl == TM_SDPA_COMPOSED ||
-                    (o.impl == TM_SDPA_AUTO &&
-                     tm__sdpa_prefer_composed(&a.g, &o));
-    if (composed)
-        return tm__sdpa_composed(fn, q, k, v, o.mask, &a.g, &a.p);
     const tm_tensor *ins[3] = {q, k, v};
     bool grad = tm__ag_needed(3, ins);
+    bool composed = o.impl == TM_SDPA_COMPOSED ||
+                    (o.impl == TM_SDPA_AUTO &&
+                     tm__sdpa_prefer_composed(&a.g, grad));
+    if (composed) {
+        y = tm__sdpa_composed(fn, q, k, v, o.mask, &a.g, &a.p);
+        if (!y) goto fail;
+        return y;
+    }
     bool kv_as_is = a.ct == TM_F32 && narrow(k->dtype) &&
                     narrow(v->dtype) && !tm__ag_requires(k) &&
                     !tm__ag_requires(v);
@@ -150,7 +153,7 @@ tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
                                       a.ct, 10));
     if (fused_forward(fn, q, k, v, o.mask, &a, kv_as_is, &out,
                       grad ? &lse : NULL, &mo))
-        return NULL;
+        goto fail;
     y = out->dtype == q->dtype ? tm_retain(out) : tm_to_dtype(out, q->dtype);
     if (!y) goto fail;
     tm__record r = {.name = "ScaledDotProductFlashAttentionBackward",
@@ -161,6 +164,9 @@ tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
     tm_free(out), tm_free(lse), tm_free(mo.t);
     return y;
 fail:
+    /* a caller's own generator is left as it was; the default one may
+     * have been drawn from by others meanwhile, so it stays advanced */
+    if (a.p.dropout_p > 0.0 && o.rng) *o.rng = a.p.rng;
     tm__relabel_error(fn, tm_last_status());
     tm_free(out), tm_free(lse), tm_free(mo.t), tm_free(y);
     return NULL;

@@ -291,13 +291,18 @@ fail:
 
 /* ---------------------------------------------------------- dispatch */
 
-/* The composed path wins only where the fused kernel's per-call set-up
- * dominates: a few hundred scores per head.  Measured by
- * bench/ (see docs/attention.md); retune here alone. */
-#define SDPA_COMPOSED_MAX_SCORES 0
+/* AUTO's rule, from back-to-back runs of both paths (B x H x T x 64, F32,
+ * 2 threads, the tiled CPU kernels): the fused forward wins at every size
+ * (2-5x at T <= 8, where the composed path's five ops each cost a few
+ * microseconds); forward + backward, the fused backward's per-head set-up
+ * dominates when each head has at most 3 x 3 scores and there are many
+ * heads (B x H >= 64: composed 1.5-1.9x faster at T = 1..3), while at
+ * T = 4 the fused path already wins.  Retune here alone. */
+#define SDPA_COMPOSED_MAX_SCORES 9
+#define SDPA_COMPOSED_MIN_HEADS 64
 
-bool tm__sdpa_prefer_composed(const tm__sdpa_geom *g, const tm_sdpa_opts *o)
+bool tm__sdpa_prefer_composed(const tm__sdpa_geom *g, bool grad)
 {
-    (void)o;
-    return g->tq * g->tk <= SDPA_COMPOSED_MAX_SCORES;
+    return grad && g->tq * g->tk <= SDPA_COMPOSED_MAX_SCORES &&
+           g->b * g->h >= SDPA_COMPOSED_MIN_HEADS;
 }

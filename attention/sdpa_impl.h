@@ -47,9 +47,9 @@ tm_status tm__sdpa_mask_operand(const char *fn, const tm_tensor *mask,
                                 const tm__sdpa_geom *g, tm_dtype ct,
                                 bool as_float, tm__sdpa_opnd *o);
 
-/* Whether AUTO takes the composed path for this problem: the one place
- * the dispatch rule lives. */
-bool tm__sdpa_prefer_composed(const tm__sdpa_geom *g, const tm_sdpa_opts *o);
+/* Whether AUTO takes the composed path for this problem (grad: the
+ * backward will run): the one place the dispatch rule lives. */
+bool tm__sdpa_prefer_composed(const tm__sdpa_geom *g, bool grad);
 
 /* The composed path (matmul, mask, softmax, dropout, matmul through
  * ordinary differentiable ops) on checked inputs; p carries the scale and

@@ -21,8 +21,10 @@ extern "C" {
 
 /* How tm_sdpa computes: AUTO picks the fused kernel, or the composed path
  * (matmul, softmax, matmul through ordinary ops) where that is faster
- * (tiny sequences); FUSED and COMPOSED force one (COMPOSED materialises the
- * Tq x Tk weights: for tests and benchmarks). */
+ * (many heads of a few scores each, with a backward: docs/attention.md);
+ * FUSED and COMPOSED force one (COMPOSED materialises the Tq x Tk weights:
+ * for tests and benchmarks).  Both give the same results (to rounding) and
+ * the same dropout decisions. */
 typedef enum tm_sdpa_impl {
     TM_SDPA_AUTO,
     TM_SDPA_FUSED,
@@ -33,8 +35,8 @@ typedef enum tm_sdpa_impl {
  * with the default scale. */
 typedef struct tm_sdpa_opts {
     /* NULL, or a BOOL mask (true = the key takes part, PyTorch's meaning)
-     * or a float mask added to the scaled scores; broadcastable to
-     * (B, H, Tq, Tk). */
+     * or a float mask added to the scaled scores (-inf hides a key);
+     * broadcastable from the right to (..., H, Tq, Tk).  Borrowed. */
     const tm_tensor *mask;
     /* Query i sees only keys j <= i + causal_offset.  Offset 0 is
      * PyTorch's is_causal (aligned top-left when Tq != Tk); Tk - Tq aligns
@@ -42,7 +44,8 @@ typedef struct tm_sdpa_opts {
     bool causal;
     int64_t causal_offset;
     /* > 0: a sliding window: query i sees only keys j > i + causal_offset
-     * - window (with causal: the last `window` keys up to itself). */
+     * - window (with causal: the last `window` keys up to itself); 0: no
+     * window. */
     int64_t window;
     /* Multiplies q.k; 0 means the default 1 / sqrt(D). */
     double scale;
@@ -60,7 +63,33 @@ typedef struct tm_sdpa_opts {
  * multi-query attention without copying k and v).  A query that sees no
  * key gets zeros.  F32 or F64 (F16/BF16 inputs compute in F32 and round
  * the result); differentiable in q, k and v (not in a float mask).  New
- * reference; NULL with an error on bad input. */
+ * reference; NULL with an error on bad input.
+ *
+ * Any strides: a [B, T, H, D] tensor permuted to [B, H, T, D] is read in
+ * place (a copy only when the last dim is strided).  An F32 q with F16 or
+ * BF16 k and v that need no gradient computes on them as stored (a KV
+ * cache kept narrow).  Masks are never expanded to (B, H, Tq, Tk) by
+ * broadcasting, except along the keys for a mask of size 1 there.
+ *
+ * Dropout: the weights kept are those tm_uniform_ would draw for an F32
+ * (B, H, Tq, Tk) tensor from the generator's state (B the leading dims'
+ * product; kept iff u < (float)(1 - p)); the generator advances by
+ * ceil(B*H*Tq*Tk / 4) blocks; the backward regenerates the same mask.  A
+ * call that fails leaves a caller's generator (not the default one) as it
+ * was.
+ *
+ * Autograd: one node ("ScaledDotProductFlashAttentionBackward") saving q,
+ * k, v, the output and a log-sum-exp per row; the backward recomputes the
+ * weights.  Writing into q, k, v or the mask before the backward is
+ * reported then.  Double backward is not supported.
+ *
+ * Errors: TM_ESHAPE (dims, sizes, heads, a mask that does not broadcast,
+ * D = 0 with the default scale), TM_EDTYPE (non-float q, k, v; a mask
+ * neither BOOL nor float), TM_EINVAL (window < 0, dropout_p outside
+ * [0, 1), a non-finite scale, |causal_offset| or window beyond 2^60, an
+ * unknown impl), TM_EDEVICE (tensors on different devices),
+ * TM_EUNSUPPORTED (a float mask that requires grad), TM_EOVERFLOW (B*H*Tq*Tk
+ * beyond int64 with dropout). */
 tm_tensor *tm_sdpa(const tm_tensor *q, const tm_tensor *k,
                    const tm_tensor *v, const tm_sdpa_opts *opts);
 

@@ -200,3 +200,16 @@ TEST(conformance_attention_f64_dropout_and_narrow_cache)
                     false, 0};
     conf_run(&kv);
 }
+
+TEST(conformance_attention_refuses_mixed_devices)
+{
+    tm_tensor *q = tm_zeros((int64_t[]){1, 2, 3, 4}, 4, TM_F32);
+    tm_tensor *k = q ? tm_to(q, TT_TEST0) : NULL;
+    tm_tensor *m = tm_ones((int64_t[]){3, 3}, 2, TM_BOOL);
+    REQUIRE(q && k && m);
+    CHECK_NULL_ERR(tm_sdpa(q, k, k, NULL), TM_EDEVICE, "tm_sdpa");
+    tm_tensor *kd = tm_to(q, TT_TEST0);
+    tm_sdpa_opts o = {.mask = m};
+    CHECK_NULL_ERR(tm_sdpa(kd, k, k, &o), TM_EDEVICE, "tm_sdpa");
+    tm_free(q), tm_free(k), tm_free(m), tm_free(kd);
+}
