@@ -31,3 +31,5 @@ __all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
             + _layers_resize.__all__)
 from ._kv_cache import KVCache  # noqa: E402
 __all__ += ["KVCache"]
+from ._layers_attention import MultiheadAttention  # noqa: E402
+__all__ += ["MultiheadAttention"]

@@ -233,6 +233,7 @@ from ._functional_act import *  # noqa: E402,F401,F403
 from ._functional_loss2 import *  # noqa: E402,F401,F403
 
 from ._functional_fold import fold, unfold  # noqa: E402,F401
+from ._functional_attention import *  # noqa: E402,F401,F403
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in
            ("operator", "ffi", "lib", "Tensor", "wrap", "ptr", "check",
