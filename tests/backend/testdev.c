@@ -822,7 +822,7 @@ static void tt_build(void)
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
         TT_IF(scan),
         TT_IF(scatter_reduce), TT_IF(attention), TT_IF(attention_backward),
-        TT_IF(scatter_reduce), TT_IF(rope),
+        TT_IF(rope),
 #undef TT_IF
     };
     tt_backend = b;
