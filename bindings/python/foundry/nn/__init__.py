@@ -17,6 +17,8 @@ from . import _layers_pool, _layers_resize
 from ._layers_pool import *  # noqa: F401,F403
 from ._layers_resize import *  # noqa: F401,F403
 from ._layers_rope import RotaryEmbedding  # noqa: F401
+from ._layers_attention import MultiheadAttention  # noqa: F401
+from ._kv_cache import KVCache  # noqa: F401
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding",
@@ -26,10 +28,7 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential",
            "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss",
            "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "Conv1d",
            "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-           "Unfold", "Fold", "RotaryEmbedding"]
+           "Unfold", "Fold", "RotaryEmbedding", "MultiheadAttention",
+           "KVCache"]
 __all__ += (_layers_act.__all__ + _layers_loss.__all__ + _layers_pool.__all__
             + _layers_resize.__all__)
-from ._kv_cache import KVCache  # noqa: E402
-__all__ += ["KVCache"]
-from ._layers_attention import MultiheadAttention  # noqa: E402
-__all__ += ["MultiheadAttention"]
