@@ -7,7 +7,8 @@
  * foundry/ops.h (math), foundry/autograd.h (gradients), foundry/nn.h
  * (parameters, initialisers, layers), foundry/nn_functional.h (losses,
  * conv, pooling), foundry/optim.h (optimizers, schedules, clipping),
- * foundry/io.h (safetensors, IDX), foundry/backend.h (device backends).
+ * foundry/io.h (safetensors, IDX), foundry/attention.h (attention, RoPE,
+ * KV cache), foundry/backend.h (device backends).
  */
 #ifndef FOUNDRY_H
 #define FOUNDRY_H
