@@ -59,6 +59,8 @@ typedef struct tile_ws {
     ktile kt[NB];
     float *s, *dp, *z, *dsa, *gdq;
     uint8_t *keep;
+    tm__abwd_pf pfin, pfnx; /* the task's next query tile; the next task */
+    bool nx_ok;             /* near the task's end: pfnx may run */
 } tile_ws;
 
 typedef struct bwd_job {
@@ -194,7 +196,11 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     float scale = (float)J->p->scale;
     int64_t row0 = (t->b * ge->h + t->h) * ge->tq + t->i0;
     bool drop = J->p->dropout_p > 0.0;
-    tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale, 0.0f);
+    tm__abwd_pf *pf = w->pfin.r < w->pfin.n ? &w->pfin
+                      : w->nx_ok          ? &w->pfnx
+                                          : NULL;
+    tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale, 0.0f,
+                  pf);
     bool full = tm__attn_tile_full(J->p, ge->tk, t->i0, t->i0 + m, t->j0,
                                    t->j0 + n);
     tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0, w->s,
@@ -203,20 +209,20 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     const float *pz = drop ? w->z : w->s;
     if (kx->dvt)
         tm__abwd_gemm(kr, ge->dv, n, m, qx->gta, pz, ld, kx->dvt, ld, 1.0f,
-                      1.0f);
+                      1.0f, pf);
     if (!kx->dkt && !qx->dq) return;
     tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
-                  0.0f);
+                  0.0f, pf);
     for (int64_t r = 0; r < m; r++) /* with Z: P (dP Z - D) = PZ dP - P D */
         tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL, w->dp + r * ld,
                     n, J->drow[row0 + r], scale);
     if (kx->dkt)
         tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
-                      1.0f);
+                      1.0f, pf);
     if (qx->dq) {
         tm__abwd_pack_a(w->dp, ld, m, n, (int)J->mr, w->dsa);
         tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kr, J->dp, qx->dq, J->dp,
-                      1.0f, 1.0f);
+                      1.0f, 1.0f, pf);
     }
 }
 
@@ -249,10 +255,53 @@ static int64_t tile_len(int64_t t, int64_t tile, int64_t total)
     return n < tile ? n : tile;
 }
 
+/* Queues rows [r0, r0 + n) of head (b, h) of t, cols floats each. */
+static void pf_rows(tm__abwd_pf *pf, const tm_buf *t, int64_t b, int64_t h,
+                    int64_t r0, int64_t n, int64_t cols)
+{
+    if (n > 0)
+        tm__abwd_pf_add(pf, row_f(t, b, h, r0), n,
+                        t->strides[2] * (int64_t)sizeof(float),
+                        cols * (int64_t)sizeof(float));
+}
+
+static void pf_reset(tm__abwd_pf *pf)
+{
+    pf->n = pf->r = 0;
+    pf->row = pf->off = 0;
+}
+
+/* The query tile after (*hh, *it) in key_block's order that sees some of
+ * keys [bj0, bj1) (from *it = -1: the first); false when none. */
+static bool next_qtile(const bwd_job *J, int64_t bj0, int64_t bj1,
+                       int64_t *hh, int64_t *it)
+{
+    for (;;) {
+        if (++*it == J->nqt) {
+            *it = 0;
+            if (++*hh == J->ge.group) return false;
+        }
+        int64_t i0 = *it * TM__ABWD_BQ, lo, hi;
+        tm__attn_block_range(J->p, J->ge.tk, i0,
+                             i0 + tile_len(*it, TM__ABWD_BQ, J->ge.tq), &lo,
+                             &hi);
+        if (lo < hi && hi > bj0 && lo < bj1) return true;
+    }
+}
+
+/* Queues the rows of query tile it of head h that load_rows reads. */
+static void pf_qtile(const bwd_job *J, tm__abwd_pf *pf, int64_t b, int64_t h,
+                     int64_t it, bool g)
+{
+    int64_t i0 = it * TM__ABWD_BQ, m = tile_len(it, TM__ABWD_BQ, J->ge.tq);
+    pf_rows(pf, J->q, b, h, i0, m, J->ge.d);
+    if (g) pf_rows(pf, J->g, b, h, i0, m, J->ge.dv);
+}
+
 /* Key block kb of (b, hk): dK and dV of its tiles over the group's query
  * tiles (and, fused, the group's dQ into w->gdq). */
 static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
-                      int64_t kb)
+                      int64_t kb, bool last)
 {
     const tm__attn_geom *ge = &J->ge;
     int64_t jt0 = kb * J->nb, nsub = J->nkt - jt0;
@@ -278,6 +327,17 @@ static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
             int64_t m = tile_len(it, TM__ABWD_BQ, ge->tq);
             tm__attn_block_range(J->p, ge->tk, i0, i0 + m, &lo, &hi);
             if (lo >= hi || hi <= bj0 || lo >= bj1) continue;
+            /* the next tile's rows while this one runs; the next task's
+             * over this block's last two tiles */
+            int64_t nh = hh, ni = it, nh2, ni2;
+            pf_reset(&w->pfin);
+            bool more = next_qtile(J, bj0, bj1, &nh, &ni);
+            if (more)
+                pf_qtile(J, &w->pfin, b, hk * ge->group + nh, ni,
+                         need_ds || J->want_dv);
+            nh2 = nh, ni2 = ni;
+            w->nx_ok = last && (!more || !next_qtile(J, bj0, bj1, &nh2,
+                                                      &ni2));
             qtile qx = w->qt[0];
             qx.dq = J->fused ? w->gdq + (hh * J->nqt + it) * J->bqm * J->dp
                              : NULL;
@@ -328,6 +388,14 @@ static void query_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t h,
     for (int64_t jt = lo / TM__ABWD_BK; lo < hi && jt * TM__ABWD_BK < hi;
          jt++) {
         int64_t j0 = jt * TM__ABWD_BK, n = tile_len(jt, TM__ABWD_BK, ge->tk);
+        int64_t j1 = j0 + TM__ABWD_BK; /* the next key tile, while this runs */
+        pf_reset(&w->pfin);
+        if (j1 < hi) {
+            int64_t n1 = tile_len(jt + 1, TM__ABWD_BK, ge->tk);
+            pf_rows(&w->pfin, J->k, b, h / ge->group, j1, n1, ge->d);
+            pf_rows(&w->pfin, J->v, b, h / ge->group, j1, n1, ge->dv);
+        }
+        w->nx_ok = j1 + TM__ABWD_BK >= hi;
         load_keys(J, &kx, b, h / ge->group, j0, n, true, true);
         for (int64_t x = 0; x < nsub; x++) {
             if (rlo[x] >= rhi[x] || rhi[x] <= j0 || rlo[x] >= j0 + n)
@@ -349,7 +417,7 @@ static void group_task(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk)
     const tm__attn_geom *ge = &J->ge;
     zero(w->gdq, ge->group * J->nqt * J->bqm * J->dp);
     for (int64_t kb = 0; kb * J->nb < J->nkt; kb++)
-        key_block(J, w, b, hk, kb);
+        key_block(J, w, b, hk, kb, (kb + 1) * J->nb >= J->nkt);
     for (int64_t hh = 0; hh < ge->group; hh++)
         for (int64_t it = 0; it < J->nqt; it++)
             store_rows(J->dq, b, hk * ge->group + hh, it * TM__ABWD_BQ,
@@ -368,11 +436,49 @@ static void run_task(const bwd_job *J, tile_ws *w, int64_t x)
         group_task(J, w, x / ge->hkv, x % ge->hkv);
     } else if (x < J->ntasks_a) {
         int64_t gi = x % groups;
-        key_block(J, w, gi / ge->hkv, gi % ge->hkv, x / groups);
+        key_block(J, w, gi / ge->hkv, gi % ge->hkv, x / groups, true);
     } else {
         x -= J->ntasks_a;
         int64_t bh = x % heads;
         query_block(J, w, bh / ge->h, bh % ge->h, nqb - 1 - x / heads);
+    }
+}
+
+/* Queues the rows task x reads first (its first key block's keys and
+ * first query tile, or its query tiles and first key tile). */
+static void pf_task(const bwd_job *J, tile_ws *w, int64_t x)
+{
+    const tm__attn_geom *ge = &J->ge;
+    int64_t groups = ge->b * ge->hkv, heads = ge->b * ge->h;
+    int64_t nqb = (J->nqt + J->nb - 1) / J->nb;
+    pf_reset(&w->pfnx);
+    if (x >= J->ntasks) return;
+    if (J->fused || x < J->ntasks_a) {
+        int64_t gi = J->fused ? x : x % groups, kb = J->fused ? 0 : x / groups;
+        int64_t b = gi / ge->hkv, hk = gi % ge->hkv;
+        int64_t j0 = kb * J->nb * TM__ABWD_BK, n = J->nb * TM__ABWD_BK;
+        if (n > ge->tk - j0) n = ge->tk - j0;
+        pf_rows(&w->pfnx, J->k, b, hk, j0, n, ge->d);
+        if (J->want_dk || J->fused)
+            pf_rows(&w->pfnx, J->v, b, hk, j0, n, ge->dv);
+        int64_t hh = 0, it = -1;
+        if (next_qtile(J, j0, j0 + n, &hh, &it))
+            pf_qtile(J, &w->pfnx, b, hk * ge->group + hh, it, true);
+        return;
+    }
+    x -= J->ntasks_a;
+    int64_t bh = x % heads, b = bh / ge->h, h = bh % ge->h, lo, hi;
+    int64_t i0 = (nqb - 1 - x / heads) * J->nb * TM__ABWD_BQ;
+    int64_t m = J->nb * TM__ABWD_BQ;
+    if (m > ge->tq - i0) m = ge->tq - i0;
+    pf_rows(&w->pfnx, J->q, b, h, i0, m, ge->d);
+    pf_rows(&w->pfnx, J->g, b, h, i0, m, ge->dv);
+    tm__attn_block_range(J->p, ge->tk, i0, i0 + m, &lo, &hi);
+    if (lo < hi) {
+        int64_t j0 = lo / TM__ABWD_BK * TM__ABWD_BK;
+        int64_t n = tile_len(j0 / TM__ABWD_BK, TM__ABWD_BK, ge->tk);
+        pf_rows(&w->pfnx, J->k, b, h / ge->group, j0, n, ge->d);
+        pf_rows(&w->pfnx, J->v, b, h / ge->group, j0, n, ge->dv);
     }
 }
 
@@ -383,10 +489,17 @@ static void bwd_part(int part, int nparts, void *ctx)
     (void)nparts;
     bwd_layout(J, J->scratch + J->part_floats * (size_t)part, &w);
     w.keep = J->keep + (size_t)part * TM__ABWD_BK;
-    for (;;) {
-        int64_t x = (int64_t)atomic_fetch_add(&J->next, 1);
-        if (x >= J->ntasks) break;
+    pf_reset(&w.pfin);
+    w.nx_ok = false;
+    /* Each part claims its next task before running the current one, so
+     * that the next task's first rows can be fetched meanwhile (which
+     * part runs a task does not change its result). */
+    int64_t x = (int64_t)atomic_fetch_add(&J->next, 1);
+    while (x < J->ntasks) {
+        int64_t nx = (int64_t)atomic_fetch_add(&J->next, 1);
+        pf_task(J, &w, nx);
         run_task(J, &w, x);
+        x = nx;
     }
 }
 

@@ -29,14 +29,35 @@ static inline int64_t tm__abwd_up(int64_t x, int64_t m)
     return (x + m - 1) / m * m;
 }
 
+/* Rows to bring into cache while the tile GEMMs run: the inputs of the
+ * next query tile and of the part's next task are otherwise first read
+ * by the packing copies, cold (measured: a quarter of T = 256's time
+ * outside the GEMMs).  Up to 8 ranges of rows; a cursor walks them one
+ * cache line at a time. */
+typedef struct tm__abwd_pf {
+    const char *base[8];
+    int64_t rows[8], stride[8], bytes[8]; /* row stride, row length */
+    int n, r;                             /* ranges, current range */
+    int64_t row, off;                     /* cursor inside range r */
+} tm__abwd_pf;
+
+/* Queues rows [0, rows) of base (stride and row length in bytes). */
+void tm__abwd_pf_add(tm__abwd_pf *pf, const void *base, int64_t rows,
+                     int64_t stride, int64_t bytes);
+/* Prefetches up to lines cache lines of the queue. */
+void tm__abwd_pf_step(tm__abwd_pf *pf, int lines);
+
 /* The F32 GEMM micro-kernel family in use. */
 const tm__gemm_kernel *tm__abwd_kernel(void);
 
 /* C[m x n] = alpha * A·B + beta * C: A packed panels with depth kc, B
- * row-major (ldb), C row-major (ldc); C and B sized as in the layouts. */
+ * row-major (ldb), C row-major (ldc); C and B sized as in the layouts.
+ * With pf, a few of its lines are prefetched between micro-kernel calls
+ * (spread out: a burst would fill the miss buffers the GEMM loads use). */
 void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                    int64_t kc, const float *a, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, float beta);
+                   float *c, int64_t ldc, float alpha, float beta,
+                   tm__abwd_pf *pf);
 
 /* A panels of the m x k rows of src (row stride ld) into dst. */
 void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,

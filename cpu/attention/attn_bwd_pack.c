@@ -21,17 +21,50 @@ const tm__gemm_kernel *tm__abwd_kernel(void)
     }
 }
 
+void tm__abwd_pf_add(tm__abwd_pf *pf, const void *base, int64_t rows,
+                     int64_t stride, int64_t bytes)
+{
+    if (pf->n == 8 || rows <= 0 || bytes <= 0) return;
+    pf->base[pf->n] = base;
+    pf->rows[pf->n] = rows;
+    pf->stride[pf->n] = stride;
+    pf->bytes[pf->n] = bytes;
+    pf->n++;
+}
+
+void tm__abwd_pf_step(tm__abwd_pf *pf, int lines)
+{
+    while (lines > 0 && pf->r < pf->n) {
+        int r = pf->r;
+        const char *row = pf->base[r] + pf->row * pf->stride[r];
+        __builtin_prefetch(row + pf->off, 0, 3);
+        lines--;
+        pf->off += 64;
+        if (pf->off >= pf->bytes[r]) {
+            /* the row's last byte may sit on one more line */
+            if (((uintptr_t)row & 63) + (uintptr_t)pf->bytes[r] >
+                (uintptr_t)pf->off)
+                __builtin_prefetch(row + pf->bytes[r] - 1, 0, 3);
+            pf->off = 0;
+            if (++pf->row == pf->rows[r]) pf->row = 0, pf->r++;
+        }
+    }
+}
+
 void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                    int64_t kc, const float *a, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, float beta)
+                   float *c, int64_t ldc, float alpha, float beta,
+                   tm__abwd_pf *pf)
 {
     int64_t mr = kr->mr, nr = kr->nr;
     /* Column panels outside: one kc x NR panel of B stays in L1 while
      * every row panel of A passes over it. */
     for (int64_t j = 0; j < n; j += nr)
-        for (int64_t i = 0; i < m; i += mr)
+        for (int64_t i = 0; i < m; i += mr) {
             kr->ukr(kc, a + i * kc, b + j, ldb, c + i * ldc + j, ldc, alpha,
                     beta);
+            if (pf) tm__abwd_pf_step(pf, 8);
+        }
 }
 
 #if defined(__x86_64__)
