@@ -32,18 +32,25 @@ static inline int64_t tm__abwd_up(int64_t x, int64_t m)
 /* Rows to bring into cache while the tile GEMMs run: the inputs of the
  * next query tile and of the part's next task are otherwise first read
  * by the packing copies, cold (measured: a quarter of T = 256's time
- * outside the GEMMs).  Up to 8 ranges of rows; a cursor walks them one
+ * outside the GEMMs), and the output rows a task stores at its end are
+ * first written cold.  A few ranges of rows; a cursor walks them one
  * cache line at a time. */
+#define TM__ABWD_PF_RANGES 12
 typedef struct tm__abwd_pf {
-    const char *base[8];
-    int64_t rows[8], stride[8], bytes[8]; /* row stride, row length */
-    int n, r;                             /* ranges, current range */
-    int64_t row, off;                     /* cursor inside range r */
+    const char *base[TM__ABWD_PF_RANGES];
+    int64_t rows[TM__ABWD_PF_RANGES];   /* rows of each range */
+    int64_t stride[TM__ABWD_PF_RANGES]; /* row stride, bytes */
+    int64_t bytes[TM__ABWD_PF_RANGES];  /* row length, bytes */
+    bool write[TM__ABWD_PF_RANGES];     /* to be written (an output) */
+    int n, r;                           /* ranges, current range */
+    int64_t row, off;                   /* cursor inside range r */
 } tm__abwd_pf;
 
-/* Queues rows [0, rows) of base (stride and row length in bytes). */
+/* Queues rows [0, rows) of base (stride and row length in bytes); write:
+ * rows about to be stored (fetched for writing: no read-for-ownership
+ * miss in the store loop). */
 void tm__abwd_pf_add(tm__abwd_pf *pf, const void *base, int64_t rows,
-                     int64_t stride, int64_t bytes);
+                     int64_t stride, int64_t bytes, bool write);
 /* Prefetches up to lines cache lines of the queue. */
 void tm__abwd_pf_step(tm__abwd_pf *pf, int lines);
 

@@ -22,14 +22,23 @@ const tm__gemm_kernel *tm__abwd_kernel(void)
 }
 
 void tm__abwd_pf_add(tm__abwd_pf *pf, const void *base, int64_t rows,
-                     int64_t stride, int64_t bytes)
+                     int64_t stride, int64_t bytes, bool write)
 {
-    if (pf->n == 8 || rows <= 0 || bytes <= 0) return;
+    if (pf->n == TM__ABWD_PF_RANGES || rows <= 0 || bytes <= 0) return;
     pf->base[pf->n] = base;
     pf->rows[pf->n] = rows;
     pf->stride[pf->n] = stride;
     pf->bytes[pf->n] = bytes;
+    pf->write[pf->n] = write;
     pf->n++;
+}
+
+static inline void pf_line(const char *p, bool write)
+{
+    if (write)
+        __builtin_prefetch(p, 1, 3);
+    else
+        __builtin_prefetch(p, 0, 3);
 }
 
 void tm__abwd_pf_step(tm__abwd_pf *pf, int lines)
@@ -37,14 +46,14 @@ void tm__abwd_pf_step(tm__abwd_pf *pf, int lines)
     while (lines > 0 && pf->r < pf->n) {
         int r = pf->r;
         const char *row = pf->base[r] + pf->row * pf->stride[r];
-        __builtin_prefetch(row + pf->off, 0, 3);
+        pf_line(row + pf->off, pf->write[r]);
         lines--;
         pf->off += 64;
         if (pf->off >= pf->bytes[r]) {
             /* the row's last byte may sit on one more line */
             if (((uintptr_t)row & 63) + (uintptr_t)pf->bytes[r] >
                 (uintptr_t)pf->off)
-                __builtin_prefetch(row + pf->bytes[r] - 1, 0, 3);
+                pf_line(row + pf->bytes[r] - 1, pf->write[r]);
             pf->off = 0;
             if (++pf->row == pf->rows[r]) pf->row = 0, pf->r++;
         }
