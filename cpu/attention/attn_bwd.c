@@ -51,6 +51,8 @@ typedef struct qtile {
  * dK^T, dV^T accumulators (D x BK: the tiles' weights are their B). */
 typedef struct ktile {
     float *kt, *vt, *kr, *dkt, *dvt;
+    const float *kb; /* the B of dQ: kr, or k's own rows when D needs no */
+    int64_t kbs;     /* padding to NR; its row stride */
 } ktile;
 
 /* One part's buffers (attn_bwd.h's layouts; sizes in bwd_layout). */
@@ -163,7 +165,12 @@ static void load_keys(const bwd_job *J, ktile *x, int64_t b, int64_t hk,
     int64_t ks = J->k->strides[2], vs = J->v->strides[2];
     tm__abwd_trans(k, ks, n, ge->d, x->kt, J->bkp);
     if (need_ds) tm__abwd_trans(v, vs, n, ge->dv, x->vt, J->bkp);
-    if (dq) tm__abwd_rows(k, ks, n, ge->d, x->kr, J->dp);
+    if (dq && ge->d == J->dp) {
+        x->kb = k, x->kbs = ks;
+    } else if (dq) {
+        tm__abwd_rows(k, ks, n, ge->d, x->kr, J->dp);
+        x->kb = x->kr, x->kbs = J->dp;
+    }
 }
 
 /* The tile's weights times their dropout factors into w->z (row stride
@@ -222,7 +229,7 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
                       1.0f, pf);
     if (qx->dq) {
         tm__abwd_pack_a(w->dp, ld, m, n, (int)J->mr, w->dsa);
-        tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kr, J->dp, qx->dq, J->dp,
+        tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kb, kx->kbs, qx->dq, J->dp,
                       1.0f, 1.0f, pf);
     }
 }
@@ -335,17 +342,17 @@ static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
             int64_t m = tile_len(it, TM__ABWD_BQ, ge->tq);
             tm__attn_block_range(J->p, ge->tk, i0, i0 + m, &lo, &hi);
             if (lo >= hi || hi <= bj0 || lo >= bj1) continue;
-            /* the next tile's rows while this one runs; the next task's
-             * over this block's last two tiles */
-            int64_t nh = hh, ni = it, nh2, ni2;
+            /* the next tile's rows while this one runs; the outputs' and
+             * the next task's over this block's last three tiles */
+            int64_t nh = hh, ni = it, left = 0;
             pf_reset(&w->pfin);
-            bool more = next_qtile(J, bj0, bj1, &nh, &ni);
-            if (more)
+            if (next_qtile(J, bj0, bj1, &nh, &ni)) {
                 pf_qtile(J, &w->pfin, b, hk * ge->group + nh, ni,
                          need_ds || J->want_dv);
-            nh2 = nh, ni2 = ni;
-            w->nx_ok = last && (!more || !next_qtile(J, bj0, bj1, &nh2,
-                                                      &ni2));
+                for (left = 1; left < 3 && next_qtile(J, bj0, bj1, &nh, &ni);)
+                    left++;
+            }
+            w->nx_ok = last && left < 3;
             qtile qx = w->qt[0];
             qx.dq = J->fused ? w->gdq + (hh * J->nqt + it) * J->bqm * J->dp
                              : NULL;
