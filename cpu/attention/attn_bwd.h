@@ -92,6 +92,10 @@ void tm__abwd_pack_at8_avx2(const float *src, int64_t ld, int64_t k,
                             int64_t m, float *dst);
 void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
                          float *dst, int64_t ldd);
+/* tm__abwd_gemm for the tm__sgemm_avx512 family (attn_bwd_avx512.c). */
+void tm__abwd_gemm_avx512(int64_t m, int64_t n, int64_t kc, const float *a,
+                          const float *b, int64_t ldb, float *c, int64_t ldc,
+                          float alpha, float beta, tm__abwd_pf *pf);
 /* dp[c] = s[c] (dp[c] - di) scale, or (z[c] dp[c] - s[c] di) scale with
  * z, for c < n: tm__abwd_ds's loop, same bits. */
 void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,

@@ -65,6 +65,12 @@ void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                    float *c, int64_t ldc, float alpha, float beta,
                    tm__abwd_pf *pf)
 {
+#if defined(__x86_64__)
+    if (kr == &tm__sgemm_avx512) {
+        tm__abwd_gemm_avx512(m, n, kc, a, b, ldb, c, ldc, alpha, beta, pf);
+        return;
+    }
+#endif
     int64_t mr = kr->mr, nr = kr->nr;
     /* Column panels outside: one kc x NR panel of B stays in L1 while
      * every row panel of A passes over it. */
