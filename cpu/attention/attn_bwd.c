@@ -31,59 +31,9 @@
  * tiles, then key tiles, ascending), whatever the block size, so results
  * do not depend on the thread count (for a given strategy).
  */
-#include "attn_bwd.h"
+#include "attn_bwd_job.h"
 #include "../../tensor/runtime/runtime_impl.h"
-
-#include <stdatomic.h>
-
-/* Tiles per block: a task packs up to NB query (or key) tiles once and
- * runs them against each key (or query) tile it visits, so packing costs
- * O(rows) per visit instead of O(rows) per tile pair. */
-#define NB 4
-
-/* The packed operands of one query tile: q and g as A panels (scores,
- * dP) and transposed A panels (dK^T, dV^T), and its dQ accumulator. */
-typedef struct qtile {
-    float *qa, *ga, *qta, *gta, *dq;
-} qtile;
-
-/* One key tile: k^T, v^T (B of scores and dP), k rows (B of dQ), and the
- * dK^T, dV^T accumulators (D x BK: the tiles' weights are their B). */
-typedef struct ktile {
-    float *kt, *vt, *kr, *dkt, *dvt;
-    const float *kb; /* the B of dQ: kr, or k's own rows when D needs no */
-    int64_t kbs;     /* padding to NR; its row stride */
-} ktile;
-
-/* One part's buffers (attn_bwd.h's layouts; sizes in bwd_layout). */
-typedef struct tile_ws {
-    qtile qt[NB];
-    ktile kt[NB];
-    float *s, *dp, *z, *dsa, *gdq;
-    uint8_t *keep;
-    tm__abwd_pf pfin; /* the task's next query (or key) tile */
-    tm__abwd_pf pfnx; /* the task's outputs, then the next task's rows */
-    bool nx_ok;       /* near the task's end: pfnx may run */
-} tile_ws;
-
-typedef struct bwd_job {
-    const tm_buf *dq, *dk, *dv, *g, *q, *k, *v, *out, *mask;
-    const tm_attn_params *p;
-    tm__attn_geom ge;
-    tm__attn_dropout dr;
-    const tm__gemm_kernel *kr;
-    int64_t mr, nr, dp, dvp, dm, dvm, bkp, bqm, nqt, nkt;
-    int64_t nb;        /* tiles per block (<= NB) */
-    bool want_dq, want_dk, want_dv, fused;
-    const float *lse;
-    float *drow;       /* D_i of every row, (B, H, Tq) */
-    float *scratch;    /* per part: part_floats */
-    size_t part_floats;
-    uint8_t *keep;     /* per part: BK */
-    int64_t ntasks_a;  /* split: key blocks first, then query blocks */
-    int64_t ntasks;
-    atomic_llong next;
-} bwd_job;
+#include "../vmath/vmath.h"
 
 static size_t up16(int64_t n)
 {
@@ -124,16 +74,6 @@ static size_t bwd_layout(const bwd_job *J, float *base, tile_ws *w)
     TAKE(w->gdq, J->fused ? ge->group * J->nqt * J->bqm * J->dp : 0);
 #undef TAKE
     return off;
-}
-
-static const float *row_f(const tm_buf *t, int64_t a, int64_t b, int64_t c)
-{
-    return tm__attn_row_ptr(t, a, b, c);
-}
-
-static float *out_f(const tm_buf *t, int64_t a, int64_t b, int64_t c)
-{
-    return (float *)tm__attn_row_ptr(t, a, b, c);
 }
 
 static void zero(float *x, int64_t n)
@@ -207,23 +147,50 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     tm__abwd_pf *pf = w->pfin.r < w->pfin.n ? &w->pfin
                       : w->nx_ok          ? &w->pfnx
                                           : NULL;
-    tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale, 0.0f,
-                  pf);
     bool full = tm__attn_tile_full(J->p, ge->tk, t->i0, t->i0 + m, t->j0,
                                    t->j0 + n);
-    tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0, w->s,
-                     ld);
+    /* the row values of the fused epilogues, 0 past the tile's rows */
+    float rv[TM__ABWD_BQ + 16];
+    bool fuse = J->avx512 && full && !J->mask && n == ld;
+#if defined(__x86_64__)
+    if (fuse) { /* "- lse" in the GEMM's stores, one exp over the tile */
+        for (int64_t r = 0; r < J->bqm; r++)
+            rv[r] = r < m ? J->lse[row0 + r] : 0.0f;
+        tm__abwd_gemm_sub_avx512(m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld,
+                                 scale, rv, pf);
+        tm__vexp_f32(m * ld, w->s, w->s);
+        for (int64_t r = 0; r < m; r++) /* rows that saw nothing */
+            if (rv[r] == -INFINITY) zero(w->s + r * ld, ld);
+    }
+#endif
+    if (!fuse) {
+        tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale,
+                      0.0f, pf);
+        tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0,
+                         w->s, ld);
+    }
     if (drop) tile_dropout(J, w, t);
     const float *pz = drop ? w->z : w->s;
     if (kx->dvt)
         tm__abwd_gemm(kr, ge->dv, n, m, qx->gta, pz, ld, kx->dvt, ld, 1.0f,
                       1.0f, pf);
     if (!kx->dkt && !qx->dq) return;
-    tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
-                  0.0f, pf);
-    for (int64_t r = 0; r < m; r++) /* with Z: P (dP Z - D) = PZ dP - P D */
-        tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL, w->dp + r * ld,
-                    n, J->drow[row0 + r], scale);
+#if defined(__x86_64__)
+    if (J->avx512 && !drop) { /* dS in the dP GEMM's stores */
+        for (int64_t r = 0; r < J->bqm; r++)
+            rv[r] = r < m ? J->drow[row0 + r] : 0.0f;
+        tm__abwd_gemm_ds_avx512(m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld,
+                                scale, rv, w->s, pf);
+    } else
+#endif
+    {
+        tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
+                      0.0f, pf);
+        /* with Z: P (dP Z - D) = PZ dP - P D */
+        for (int64_t r = 0; r < m; r++)
+            tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL,
+                        w->dp + r * ld, n, J->drow[row0 + r], scale);
+    }
     if (kx->dkt)
         tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
                       1.0f, pf);
@@ -255,62 +222,6 @@ static void store_trans(const tm_buf *dst, int64_t b, int64_t h, int64_t r0,
         float *d = out_f(dst, b, h, r0 + r);
         for (int64_t c = 0; c < n; c++) d[c] = src[c * ld + r];
     }
-}
-
-static int64_t tile_len(int64_t t, int64_t tile, int64_t total)
-{
-    int64_t n = total - t * tile;
-    return n < tile ? n : tile;
-}
-
-/* Queues rows [r0, r0 + n) of head (b, h) of t, cols floats each. */
-static void pf_rows_rw(tm__abwd_pf *pf, const tm_buf *t, int64_t b,
-                       int64_t h, int64_t r0, int64_t n, int64_t cols,
-                       bool write)
-{
-    if (n > 0 && t)
-        tm__abwd_pf_add(pf, row_f(t, b, h, r0), n,
-                        t->strides[2] * (int64_t)sizeof(float),
-                        cols * (int64_t)sizeof(float), write);
-}
-
-static void pf_rows(tm__abwd_pf *pf, const tm_buf *t, int64_t b, int64_t h,
-                    int64_t r0, int64_t n, int64_t cols)
-{
-    pf_rows_rw(pf, t, b, h, r0, n, cols, false);
-}
-
-static void pf_reset(tm__abwd_pf *pf)
-{
-    pf->n = pf->r = 0;
-    pf->row = pf->off = 0;
-}
-
-/* The query tile after (*hh, *it) in key_block's order that sees some of
- * keys [bj0, bj1) (from *it = -1: the first); false when none. */
-static bool next_qtile(const bwd_job *J, int64_t bj0, int64_t bj1,
-                       int64_t *hh, int64_t *it)
-{
-    for (;;) {
-        if (++*it == J->nqt) {
-            *it = 0;
-            if (++*hh == J->ge.group) return false;
-        }
-        int64_t i0 = *it * TM__ABWD_BQ, lo, hi;
-        tm__attn_block_range(J->p, J->ge.tk, i0,
-                             i0 + tile_len(*it, TM__ABWD_BQ, J->ge.tq), &lo,
-                             &hi);
-        if (lo < hi && hi > bj0 && lo < bj1) return true;
-    }
-}
-
-/* Queues the rows of query tile it of head h that load_rows reads. */
-static void pf_qtile(const bwd_job *J, tm__abwd_pf *pf, int64_t b, int64_t h,
-                     int64_t it, bool g)
-{
-    int64_t i0 = it * TM__ABWD_BQ, m = tile_len(it, TM__ABWD_BQ, J->ge.tq);
-    pf_rows(pf, J->q, b, h, i0, m, J->ge.d);
-    if (g) pf_rows(pf, J->g, b, h, i0, m, J->ge.dv);
 }
 
 /* Key block kb of (b, hk): dK and dV of its tiles over the group's query
@@ -345,12 +256,12 @@ static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
             /* the next tile's rows while this one runs; the outputs' and
              * the next task's over this block's last three tiles */
             int64_t nh = hh, ni = it, left = 0;
-            pf_reset(&w->pfin);
-            if (next_qtile(J, bj0, bj1, &nh, &ni)) {
-                pf_qtile(J, &w->pfin, b, hk * ge->group + nh, ni,
-                         need_ds || J->want_dv);
-                for (left = 1; left < 3 && next_qtile(J, bj0, bj1, &nh, &ni);)
-                    left++;
+            tm__abwd_pf_reset(&w->pfin);
+            if (tm__abwd_next_qtile(J, bj0, bj1, &nh, &ni)) {
+                tm__abwd_pf_qtile(J, &w->pfin, b, hk * ge->group + nh, ni,
+                                  need_ds || J->want_dv);
+                for (left = 1; left < 3; left++)
+                    if (!tm__abwd_next_qtile(J, bj0, bj1, &nh, &ni)) break;
             }
             w->nx_ok = last && left < 3;
             qtile qx = w->qt[0];
@@ -404,11 +315,12 @@ static void query_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t h,
          jt++) {
         int64_t j0 = jt * TM__ABWD_BK, n = tile_len(jt, TM__ABWD_BK, ge->tk);
         int64_t j1 = j0 + TM__ABWD_BK; /* the next key tile, while this runs */
-        pf_reset(&w->pfin);
+        int64_t hk = h / ge->group;
+        tm__abwd_pf_reset(&w->pfin);
         if (j1 < hi) {
             int64_t n1 = tile_len(jt + 1, TM__ABWD_BK, ge->tk);
-            pf_rows(&w->pfin, J->k, b, h / ge->group, j1, n1, ge->d);
-            pf_rows(&w->pfin, J->v, b, h / ge->group, j1, n1, ge->dv);
+            tm__abwd_pf_rows(&w->pfin, J->k, b, hk, j1, n1, ge->d);
+            tm__abwd_pf_rows(&w->pfin, J->v, b, hk, j1, n1, ge->dv);
         }
         w->nx_ok = j1 + TM__ABWD_BK >= hi;
         load_keys(J, &kx, b, h / ge->group, j0, n, true, true);
@@ -459,71 +371,6 @@ static void run_task(const bwd_job *J, tile_ws *w, int64_t x)
     }
 }
 
-/* Queues the output rows task x stores at its end (the last key block's
- * dK and dV rows, or its dQ rows). */
-static void pf_task_out(const bwd_job *J, tile_ws *w, int64_t x)
-{
-    const tm__attn_geom *ge = &J->ge;
-    int64_t groups = ge->b * ge->hkv, heads = ge->b * ge->h;
-    int64_t nqb = (J->nqt + J->nb - 1) / J->nb;
-    if (J->fused || x < J->ntasks_a) {
-        int64_t gi = J->fused ? x : x % groups;
-        int64_t kb = J->fused ? (J->nkt - 1) / J->nb : x / groups;
-        int64_t b = gi / ge->hkv, hk = gi % ge->hkv;
-        int64_t j0 = kb * J->nb * TM__ABWD_BK, n = J->nb * TM__ABWD_BK;
-        if (n > ge->tk - j0) n = ge->tk - j0;
-        if (J->want_dk) pf_rows_rw(&w->pfnx, J->dk, b, hk, j0, n, ge->d, 1);
-        if (J->want_dv) pf_rows_rw(&w->pfnx, J->dv, b, hk, j0, n, ge->dv, 1);
-        for (int64_t hh = 0; J->fused && hh < ge->group; hh++)
-            pf_rows_rw(&w->pfnx, J->dq, b, hk * ge->group + hh, 0, ge->tq,
-                       ge->d, true);
-        return;
-    }
-    x -= J->ntasks_a;
-    int64_t bh = x % heads;
-    int64_t i0 = (nqb - 1 - x / heads) * J->nb * TM__ABWD_BQ;
-    int64_t m = J->nb * TM__ABWD_BQ;
-    if (m > ge->tq - i0) m = ge->tq - i0;
-    pf_rows_rw(&w->pfnx, J->dq, bh / ge->h, bh % ge->h, i0, m, ge->d, true);
-}
-
-/* Queues the rows task x reads first (its first key block's keys and
- * first query tile, or its query tiles and first key tile). */
-static void pf_task(const bwd_job *J, tile_ws *w, int64_t x)
-{
-    const tm__attn_geom *ge = &J->ge;
-    int64_t groups = ge->b * ge->hkv, heads = ge->b * ge->h;
-    int64_t nqb = (J->nqt + J->nb - 1) / J->nb;
-    if (x >= J->ntasks) return;
-    if (J->fused || x < J->ntasks_a) {
-        int64_t gi = J->fused ? x : x % groups, kb = J->fused ? 0 : x / groups;
-        int64_t b = gi / ge->hkv, hk = gi % ge->hkv;
-        int64_t j0 = kb * J->nb * TM__ABWD_BK, n = J->nb * TM__ABWD_BK;
-        if (n > ge->tk - j0) n = ge->tk - j0;
-        pf_rows(&w->pfnx, J->k, b, hk, j0, n, ge->d);
-        if (J->want_dk || J->fused)
-            pf_rows(&w->pfnx, J->v, b, hk, j0, n, ge->dv);
-        int64_t hh = 0, it = -1;
-        if (next_qtile(J, j0, j0 + n, &hh, &it))
-            pf_qtile(J, &w->pfnx, b, hk * ge->group + hh, it, true);
-        return;
-    }
-    x -= J->ntasks_a;
-    int64_t bh = x % heads, b = bh / ge->h, h = bh % ge->h, lo, hi;
-    int64_t i0 = (nqb - 1 - x / heads) * J->nb * TM__ABWD_BQ;
-    int64_t m = J->nb * TM__ABWD_BQ;
-    if (m > ge->tq - i0) m = ge->tq - i0;
-    pf_rows(&w->pfnx, J->q, b, h, i0, m, ge->d);
-    pf_rows(&w->pfnx, J->g, b, h, i0, m, ge->dv);
-    tm__attn_block_range(J->p, ge->tk, i0, i0 + m, &lo, &hi);
-    if (lo < hi) {
-        int64_t j0 = lo / TM__ABWD_BK * TM__ABWD_BK;
-        int64_t n = tile_len(j0 / TM__ABWD_BK, TM__ABWD_BK, ge->tk);
-        pf_rows(&w->pfnx, J->k, b, h / ge->group, j0, n, ge->d);
-        pf_rows(&w->pfnx, J->v, b, h / ge->group, j0, n, ge->dv);
-    }
-}
-
 static void bwd_part(int part, int nparts, void *ctx)
 {
     bwd_job *J = ctx;
@@ -531,7 +378,7 @@ static void bwd_part(int part, int nparts, void *ctx)
     (void)nparts;
     bwd_layout(J, J->scratch + J->part_floats * (size_t)part, &w);
     w.keep = J->keep + (size_t)part * TM__ABWD_BK;
-    pf_reset(&w.pfin);
+    tm__abwd_pf_reset(&w.pfin);
     w.nx_ok = false;
     /* Each part claims its next task before running the current one, so
      * that the next task's first rows can be fetched meanwhile (which
@@ -539,9 +386,9 @@ static void bwd_part(int part, int nparts, void *ctx)
     int64_t x = (int64_t)atomic_fetch_add(&J->next, 1);
     while (x < J->ntasks) {
         int64_t nx = (int64_t)atomic_fetch_add(&J->next, 1);
-        pf_reset(&w.pfnx);
-        pf_task_out(J, &w, x);
-        pf_task(J, &w, nx);
+        tm__abwd_pf_reset(&w.pfnx);
+        tm__abwd_pf_task_out(J, &w, x);
+        tm__abwd_pf_task(J, &w, nx);
         run_task(J, &w, x);
         x = nx;
     }
@@ -592,6 +439,9 @@ tm_status tm__attn_bwd_f32(const tm_buf *dq, const tm_buf *dk,
     if (ge->b == 0 || ge->h == 0 || (!J.want_dq && !J.want_dk && !J.want_dv))
         return TM_OK;
     J.mr = J.kr->mr, J.nr = J.kr->nr;
+#if defined(__x86_64__)
+    J.avx512 = J.kr == &tm__sgemm_avx512;
+#endif
     J.dp = tm__abwd_up(ge->d, J.nr), J.dvp = tm__abwd_up(ge->dv, J.nr);
     J.bkp = tm__abwd_up(TM__ABWD_BK, J.nr);
     J.bqm = tm__abwd_up(TM__ABWD_BQ, J.mr);

@@ -96,6 +96,20 @@ void tm__abwd_trans_avx2(const float *src, int64_t ld, int64_t n, int64_t k,
 void tm__abwd_gemm_avx512(int64_t m, int64_t n, int64_t kc, const float *a,
                           const float *b, int64_t ldb, float *c, int64_t ldc,
                           float alpha, float beta, tm__abwd_pf *pf);
+/* C = alpha A·B - l[r] on row r (m a multiple of 8: every row has its l),
+ * and dS = S (A·B - di[r]) scale (rows of C past the tile's are 0 in S:
+ * di must cover m rounded up to 8), with S at s (row stride ldc): the
+ * GEMM fused with the first step of tm__abwd_weights, and with
+ * tm__abwd_ds (no dropout), same bits. */
+void tm__abwd_gemm_sub_avx512(int64_t m, int64_t n, int64_t kc,
+                              const float *a, const float *b, int64_t ldb,
+                              float *c, int64_t ldc, float alpha,
+                              const float *l, tm__abwd_pf *pf);
+void tm__abwd_gemm_ds_avx512(int64_t m, int64_t n, int64_t kc,
+                             const float *a, const float *b, int64_t ldb,
+                             float *c, int64_t ldc, float scale,
+                             const float *di, const float *s,
+                             tm__abwd_pf *pf);
 /* dp[c] = s[c] (dp[c] - di) scale, or (z[c] dp[c] - s[c] di) scale with
  * z, for c < n: tm__abwd_ds's loop, same bits. */
 void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,
