@@ -133,13 +133,25 @@ static void tile_dropout(const bwd_job *J, tile_ws *w,
     }
 }
 
+/* tm__abwd_gemm, or with a band its banded form. */
+static void gemm(const bwd_job *J, const tm__abwd_band *bd, int kind,
+                 int64_t m, int64_t n, int64_t kc, const float *a,
+                 const float *b, int64_t ldb, float *c, int64_t ldc,
+                 float alpha, float beta, tm__abwd_pf *pf)
+{
+    if (bd)
+        tm__abwd_gemm_band(J->kr, kind, bd, m, n, kc, a, b, ldb, c, ldc,
+                           alpha, beta, NULL, NULL, pf);
+    else
+        tm__abwd_gemm(J->kr, m, n, kc, a, b, ldb, c, ldc, alpha, beta, pf);
+}
+
 /* One tile pair: its share of dV^T, dK^T (into kx's accumulators, when
  * present) and of dQ (into qx->dq, when present). */
 static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
                  const ktile *kx, const tm__abwd_tile *t)
 {
     const tm__attn_geom *ge = &J->ge;
-    const tm__gemm_kernel *kr = J->kr;
     int64_t m = t->m, n = t->n, ld = J->bkp;
     float scale = (float)J->p->scale;
     int64_t row0 = (t->b * ge->h + t->h) * ge->tq + t->i0;
@@ -149,6 +161,19 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
                                           : NULL;
     bool full = tm__attn_tile_full(J->p, ge->tk, t->i0, t->i0 + m, t->j0,
                                    t->j0 + n);
+    tm__abwd_band band, *bd = NULL;
+    if (!full) { /* a diagonal (or window edge) tile: its rows' keys */
+        bd = &band;
+        for (int64_t r = 0; r < TM__ABWD_BQ + 16; r++) {
+            int64_t lo = 0, hi = 0;
+            if (r < m) {
+                tm__attn_row_range(J->p, ge->tk, t->i0 + r, &lo, &hi);
+                lo = lo < t->j0 ? 0 : lo - t->j0;
+                hi = hi > t->j0 + n ? n : hi - t->j0;
+            }
+            band.lo[r] = lo, band.hi[r] = hi;
+        }
+    }
     /* the row values of the fused epilogues, 0 past the tile's rows */
     float rv[TM__ABWD_BQ + 16];
     bool fuse = J->avx512 && full && !J->mask && n == ld;
@@ -164,40 +189,45 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
     }
 #endif
     if (!fuse) {
-        tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale,
-                      0.0f, pf);
+        gemm(J, bd, TM__ABWD_OUT, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld,
+             scale, 0.0f, pf);
         tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0,
                          w->s, ld);
     }
     if (drop) tile_dropout(J, w, t);
     const float *pz = drop ? w->z : w->s;
     if (kx->dvt)
-        tm__abwd_gemm(kr, ge->dv, n, m, qx->gta, pz, ld, kx->dvt, ld, 1.0f,
-                      1.0f, pf);
+        gemm(J, bd, TM__ABWD_KEYS, ge->dv, n, m, qx->gta, pz, ld, kx->dvt,
+             ld, 1.0f, 1.0f, pf);
     if (!kx->dkt && !qx->dq) return;
 #if defined(__x86_64__)
     if (J->avx512 && !drop) { /* dS in the dP GEMM's stores */
         for (int64_t r = 0; r < J->bqm; r++)
             rv[r] = r < m ? J->drow[row0 + r] : 0.0f;
-        tm__abwd_gemm_ds_avx512(m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld,
-                                scale, rv, w->s, pf);
+        if (bd)
+            tm__abwd_gemm_band(J->kr, TM__ABWD_OUT, bd, m, n, ge->dv, qx->ga,
+                               kx->vt, ld, w->dp, ld, scale, 0.0f, rv, w->s,
+                               pf);
+        else
+            tm__abwd_gemm_ds_avx512(m, n, ge->dv, qx->ga, kx->vt, ld, w->dp,
+                                    ld, scale, rv, w->s, pf);
     } else
 #endif
     {
-        tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
-                      0.0f, pf);
+        gemm(J, bd, TM__ABWD_OUT, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp,
+             ld, 1.0f, 0.0f, pf);
         /* with Z: P (dP Z - D) = PZ dP - P D */
         for (int64_t r = 0; r < m; r++)
             tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL,
                         w->dp + r * ld, n, J->drow[row0 + r], scale);
     }
     if (kx->dkt)
-        tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
-                      1.0f, pf);
+        gemm(J, bd, TM__ABWD_KEYS, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt,
+             ld, 1.0f, 1.0f, pf);
     if (qx->dq) {
         tm__abwd_pack_a(w->dp, ld, m, n, (int)J->mr, w->dsa);
-        tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kb, kx->kbs, qx->dq, J->dp,
-                      1.0f, 1.0f, pf);
+        gemm(J, bd, TM__ABWD_ROWS, m, ge->d, n, w->dsa, kx->kb, kx->kbs,
+             qx->dq, J->dp, 1.0f, 1.0f, pf);
     }
 }
 

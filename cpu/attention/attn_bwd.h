@@ -66,6 +66,34 @@ void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                    float *c, int64_t ldc, float alpha, float beta,
                    tm__abwd_pf *pf);
 
+/* The keys each row of a tile (not full: causal or window) sees, relative
+ * to the tile's first key and within [0, n): [lo[r], hi[r]), empty when
+ * lo[r] >= hi[r] (rows past the tile's too).  The weights and dS are
+ * exact zeros outside, and the other operands finite, so the tile GEMMs
+ * may leave those products out without changing a bit: C blocks of S and
+ * dP that no row of theirs sees are zeroed instead of computed, and the
+ * accumulating GEMMs run each block over the depth range that is not
+ * zero (on a diagonal 64 x 64 tile, about a third of the work). */
+typedef struct tm__abwd_band {
+    int64_t lo[TM__ABWD_BQ + 16], hi[TM__ABWD_BQ + 16];
+} tm__abwd_band;
+
+/* How a banded GEMM's C relates to the tile: OUT, C is (tile rows x
+ * keys), blocks no row sees are zeroed; KEYS, C is (features x keys), the
+ * depth the tile's rows (dV^T, dK^T); ROWS, C is (tile rows x features),
+ * the depth the keys (dQ). */
+enum { TM__ABWD_OUT, TM__ABWD_KEYS, TM__ABWD_ROWS };
+
+/* tm__abwd_gemm restricted by band bd (kind as above; rows the C or depth
+ * rows of the tile).  With rv and s (OUT only): the dS epilogue of
+ * tm__abwd_gemm_ds_avx512 (the AVX-512 family). */
+void tm__abwd_gemm_band(const tm__gemm_kernel *kr, int kind,
+                        const tm__abwd_band *bd, int64_t m, int64_t n,
+                        int64_t kc, const float *a, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, float alpha,
+                        float beta, const float *rv, const float *s,
+                        tm__abwd_pf *pf);
+
 /* A panels of the m x k rows of src (row stride ld) into dst. */
 void tm__abwd_pack_a(const float *src, int64_t ld, int64_t m, int64_t k,
                      int mr, float *dst);
@@ -110,6 +138,11 @@ void tm__abwd_gemm_ds_avx512(int64_t m, int64_t n, int64_t kc,
                              float *c, int64_t ldc, float scale,
                              const float *di, const float *s,
                              tm__abwd_pf *pf);
+/* One 8 x 32 block of tm__abwd_gemm_avx512 (rv, s NULL) or of
+ * tm__abwd_gemm_ds_avx512 (rv, s at the block's row and column). */
+void tm__abwd_ukr_avx512(int64_t kc, const float *a, const float *b,
+                         int64_t ldb, float *c, int64_t ldc, float alpha,
+                         float beta, const float *rv, const float *s);
 /* dp[c] = s[c] (dp[c] - di) scale, or (z[c] dp[c] - s[c] di) scale with
  * z, for c < n: tm__abwd_ds's loop, same bits. */
 void tm__abwd_ds_avx2(const float *s, const float *z, float *dp, int64_t n,

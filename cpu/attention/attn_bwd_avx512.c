@@ -106,6 +106,21 @@ void tm__abwd_gemm_avx512(int64_t m, int64_t n, int64_t kc, const float *a,
         gemm(2, m, n, kc, a, b, ldb, c, ldc, alpha, beta, NULL, NULL, pf);
 }
 
+void tm__abwd_ukr_avx512(int64_t kc, const float *a, const float *b,
+                         int64_t ldb, float *c, int64_t ldc, float alpha,
+                         float beta, const float *rv, const float *s)
+{
+    const __m512 al = _mm512_set1_ps(alpha), be = _mm512_set1_ps(beta);
+    if (rv)
+        ukr(4, kc, a, b, ldb, c, ldc, al, be, rv, s);
+    else if (beta == 0.0f)
+        ukr(0, kc, a, b, ldb, c, ldc, al, be, NULL, NULL);
+    else if (alpha == 1.0f && beta == 1.0f)
+        ukr(1, kc, a, b, ldb, c, ldc, al, be, NULL, NULL);
+    else
+        ukr(2, kc, a, b, ldb, c, ldc, al, be, NULL, NULL);
+}
+
 void tm__abwd_gemm_sub_avx512(int64_t m, int64_t n, int64_t kc,
                               const float *a, const float *b, int64_t ldb,
                               float *c, int64_t ldc, float alpha,
