@@ -31,54 +31,9 @@
  * tiles, then key tiles, ascending), whatever the block size, so results
  * do not depend on the thread count (for a given strategy).
  */
-#include "attn_bwd.h"
+#include "attn_bwd_job.h"
 #include "../../tensor/runtime/runtime_impl.h"
-
-#include <stdatomic.h>
-
-/* Tiles per block: a task packs up to NB query (or key) tiles once and
- * runs them against each key (or query) tile it visits, so packing costs
- * O(rows) per visit instead of O(rows) per tile pair. */
-#define NB 4
-
-/* The packed operands of one query tile: q and g as A panels (scores,
- * dP) and transposed A panels (dK^T, dV^T), and its dQ accumulator. */
-typedef struct qtile {
-    float *qa, *ga, *qta, *gta, *dq;
-} qtile;
-
-/* One key tile: k^T, v^T (B of scores and dP), k rows (B of dQ), and the
- * dK^T, dV^T accumulators (D x BK: the tiles' weights are their B). */
-typedef struct ktile {
-    float *kt, *vt, *kr, *dkt, *dvt;
-} ktile;
-
-/* One part's buffers (attn_bwd.h's layouts; sizes in bwd_layout). */
-typedef struct tile_ws {
-    qtile qt[NB];
-    ktile kt[NB];
-    float *s, *dp, *z, *dsa, *gdq;
-    uint8_t *keep;
-} tile_ws;
-
-typedef struct bwd_job {
-    const tm_buf *dq, *dk, *dv, *g, *q, *k, *v, *out, *mask;
-    const tm_attn_params *p;
-    tm__attn_geom ge;
-    tm__attn_dropout dr;
-    const tm__gemm_kernel *kr;
-    int64_t mr, nr, dp, dvp, dm, dvm, bkp, bqm, nqt, nkt;
-    int64_t nb;        /* tiles per block (<= NB) */
-    bool want_dq, want_dk, want_dv, fused;
-    const float *lse;
-    float *drow;       /* D_i of every row, (B, H, Tq) */
-    float *scratch;    /* per part: part_floats */
-    size_t part_floats;
-    uint8_t *keep;     /* per part: BK */
-    int64_t ntasks_a;  /* split: key blocks first, then query blocks */
-    int64_t ntasks;
-    atomic_llong next;
-} bwd_job;
+#include "../vmath/vmath.h"
 
 static size_t up16(int64_t n)
 {
@@ -121,16 +76,6 @@ static size_t bwd_layout(const bwd_job *J, float *base, tile_ws *w)
     return off;
 }
 
-static const float *row_f(const tm_buf *t, int64_t a, int64_t b, int64_t c)
-{
-    return tm__attn_row_ptr(t, a, b, c);
-}
-
-static float *out_f(const tm_buf *t, int64_t a, int64_t b, int64_t c)
-{
-    return (float *)tm__attn_row_ptr(t, a, b, c);
-}
-
 static void zero(float *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) x[i] = 0.0f;
@@ -160,7 +105,12 @@ static void load_keys(const bwd_job *J, ktile *x, int64_t b, int64_t hk,
     int64_t ks = J->k->strides[2], vs = J->v->strides[2];
     tm__abwd_trans(k, ks, n, ge->d, x->kt, J->bkp);
     if (need_ds) tm__abwd_trans(v, vs, n, ge->dv, x->vt, J->bkp);
-    if (dq) tm__abwd_rows(k, ks, n, ge->d, x->kr, J->dp);
+    if (dq && ge->d == J->dp) {
+        x->kb = k, x->kbs = ks;
+    } else if (dq) {
+        tm__abwd_rows(k, ks, n, ge->d, x->kr, J->dp);
+        x->kb = x->kr, x->kbs = J->dp;
+    }
 }
 
 /* The tile's weights times their dropout factors into w->z (row stride
@@ -183,40 +133,101 @@ static void tile_dropout(const bwd_job *J, tile_ws *w,
     }
 }
 
+/* tm__abwd_gemm, or with a band its banded form. */
+static void gemm(const bwd_job *J, const tm__abwd_band *bd, int kind,
+                 int64_t m, int64_t n, int64_t kc, const float *a,
+                 const float *b, int64_t ldb, float *c, int64_t ldc,
+                 float alpha, float beta, tm__abwd_pf *pf)
+{
+    if (bd)
+        tm__abwd_gemm_band(J->kr, kind, bd, m, n, kc, a, b, ldb, c, ldc,
+                           alpha, beta, NULL, NULL, pf);
+    else
+        tm__abwd_gemm(J->kr, m, n, kc, a, b, ldb, c, ldc, alpha, beta, pf);
+}
+
 /* One tile pair: its share of dV^T, dK^T (into kx's accumulators, when
  * present) and of dQ (into qx->dq, when present). */
 static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
                  const ktile *kx, const tm__abwd_tile *t)
 {
     const tm__attn_geom *ge = &J->ge;
-    const tm__gemm_kernel *kr = J->kr;
     int64_t m = t->m, n = t->n, ld = J->bkp;
     float scale = (float)J->p->scale;
     int64_t row0 = (t->b * ge->h + t->h) * ge->tq + t->i0;
     bool drop = J->p->dropout_p > 0.0;
-    tm__abwd_gemm(kr, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld, scale, 0.0f);
+    tm__abwd_pf *pf = w->pfin.r < w->pfin.n ? &w->pfin
+                      : w->nx_ok          ? &w->pfnx
+                                          : NULL;
     bool full = tm__attn_tile_full(J->p, ge->tk, t->i0, t->i0 + m, t->j0,
                                    t->j0 + n);
-    tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0, w->s,
-                     ld);
+    tm__abwd_band band, *bd = NULL;
+    if (!full) { /* a diagonal (or window edge) tile: its rows' keys */
+        bd = &band;
+        for (int64_t r = 0; r < TM__ABWD_BQ + 16; r++) {
+            int64_t lo = 0, hi = 0;
+            if (r < m) {
+                tm__attn_row_range(J->p, ge->tk, t->i0 + r, &lo, &hi);
+                lo = lo < t->j0 ? 0 : lo - t->j0;
+                hi = hi > t->j0 + n ? n : hi - t->j0;
+            }
+            band.lo[r] = lo, band.hi[r] = hi;
+        }
+    }
+    /* the row values of the fused epilogues, 0 past the tile's rows */
+    float rv[TM__ABWD_BQ + 16];
+    bool fuse = J->avx512 && full && !J->mask && n == ld;
+#if defined(__x86_64__)
+    if (fuse) { /* "- lse" in the GEMM's stores, one exp over the tile */
+        for (int64_t r = 0; r < J->bqm; r++)
+            rv[r] = r < m ? J->lse[row0 + r] : 0.0f;
+        tm__abwd_gemm_sub_avx512(m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld,
+                                 scale, rv, pf);
+        tm__vexp_f32(m * ld, w->s, w->s);
+        for (int64_t r = 0; r < m; r++) /* rows that saw nothing */
+            if (rv[r] == -INFINITY) zero(w->s + r * ld, ld);
+    }
+#endif
+    if (!fuse) {
+        gemm(J, bd, TM__ABWD_OUT, m, n, ge->d, qx->qa, kx->kt, ld, w->s, ld,
+             scale, 0.0f, pf);
+        tm__abwd_weights(J->p, J->mask, ge->tk, t, full, J->lse + row0,
+                         w->s, ld);
+    }
     if (drop) tile_dropout(J, w, t);
     const float *pz = drop ? w->z : w->s;
     if (kx->dvt)
-        tm__abwd_gemm(kr, ge->dv, n, m, qx->gta, pz, ld, kx->dvt, ld, 1.0f,
-                      1.0f);
+        gemm(J, bd, TM__ABWD_KEYS, ge->dv, n, m, qx->gta, pz, ld, kx->dvt,
+             ld, 1.0f, 1.0f, pf);
     if (!kx->dkt && !qx->dq) return;
-    tm__abwd_gemm(kr, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp, ld, 1.0f,
-                  0.0f);
-    for (int64_t r = 0; r < m; r++) /* with Z: P (dP Z - D) = PZ dP - P D */
-        tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL, w->dp + r * ld,
-                    n, J->drow[row0 + r], scale);
+#if defined(__x86_64__)
+    if (J->avx512 && !drop) { /* dS in the dP GEMM's stores */
+        for (int64_t r = 0; r < J->bqm; r++)
+            rv[r] = r < m ? J->drow[row0 + r] : 0.0f;
+        if (bd)
+            tm__abwd_gemm_band(J->kr, TM__ABWD_OUT, bd, m, n, ge->dv, qx->ga,
+                               kx->vt, ld, w->dp, ld, scale, 0.0f, rv, w->s,
+                               pf);
+        else
+            tm__abwd_gemm_ds_avx512(m, n, ge->dv, qx->ga, kx->vt, ld, w->dp,
+                                    ld, scale, rv, w->s, pf);
+    } else
+#endif
+    {
+        gemm(J, bd, TM__ABWD_OUT, m, n, ge->dv, qx->ga, kx->vt, ld, w->dp,
+             ld, 1.0f, 0.0f, pf);
+        /* with Z: P (dP Z - D) = PZ dP - P D */
+        for (int64_t r = 0; r < m; r++)
+            tm__abwd_ds(w->s + r * ld, drop ? pz + r * ld : NULL,
+                        w->dp + r * ld, n, J->drow[row0 + r], scale);
+    }
     if (kx->dkt)
-        tm__abwd_gemm(kr, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt, ld, 1.0f,
-                      1.0f);
+        gemm(J, bd, TM__ABWD_KEYS, ge->d, n, m, qx->qta, w->dp, ld, kx->dkt,
+             ld, 1.0f, 1.0f, pf);
     if (qx->dq) {
         tm__abwd_pack_a(w->dp, ld, m, n, (int)J->mr, w->dsa);
-        tm__abwd_gemm(kr, m, ge->d, n, w->dsa, kx->kr, J->dp, qx->dq, J->dp,
-                      1.0f, 1.0f);
+        gemm(J, bd, TM__ABWD_ROWS, m, ge->d, n, w->dsa, kx->kb, kx->kbs,
+             qx->dq, J->dp, 1.0f, 1.0f, pf);
     }
 }
 
@@ -243,16 +254,10 @@ static void store_trans(const tm_buf *dst, int64_t b, int64_t h, int64_t r0,
     }
 }
 
-static int64_t tile_len(int64_t t, int64_t tile, int64_t total)
-{
-    int64_t n = total - t * tile;
-    return n < tile ? n : tile;
-}
-
 /* Key block kb of (b, hk): dK and dV of its tiles over the group's query
  * tiles (and, fused, the group's dQ into w->gdq). */
 static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
-                      int64_t kb)
+                      int64_t kb, bool last)
 {
     const tm__attn_geom *ge = &J->ge;
     int64_t jt0 = kb * J->nb, nsub = J->nkt - jt0;
@@ -278,6 +283,17 @@ static void key_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk,
             int64_t m = tile_len(it, TM__ABWD_BQ, ge->tq);
             tm__attn_block_range(J->p, ge->tk, i0, i0 + m, &lo, &hi);
             if (lo >= hi || hi <= bj0 || lo >= bj1) continue;
+            /* the next tile's rows while this one runs; the outputs' and
+             * the next task's over this block's last three tiles */
+            int64_t nh = hh, ni = it, left = 0;
+            tm__abwd_pf_reset(&w->pfin);
+            if (tm__abwd_next_qtile(J, bj0, bj1, &nh, &ni)) {
+                tm__abwd_pf_qtile(J, &w->pfin, b, hk * ge->group + nh, ni,
+                                  need_ds || J->want_dv);
+                for (left = 1; left < 3; left++)
+                    if (!tm__abwd_next_qtile(J, bj0, bj1, &nh, &ni)) break;
+            }
+            w->nx_ok = last && left < 3;
             qtile qx = w->qt[0];
             qx.dq = J->fused ? w->gdq + (hh * J->nqt + it) * J->bqm * J->dp
                              : NULL;
@@ -328,6 +344,15 @@ static void query_block(const bwd_job *J, tile_ws *w, int64_t b, int64_t h,
     for (int64_t jt = lo / TM__ABWD_BK; lo < hi && jt * TM__ABWD_BK < hi;
          jt++) {
         int64_t j0 = jt * TM__ABWD_BK, n = tile_len(jt, TM__ABWD_BK, ge->tk);
+        int64_t j1 = j0 + TM__ABWD_BK; /* the next key tile, while this runs */
+        int64_t hk = h / ge->group;
+        tm__abwd_pf_reset(&w->pfin);
+        if (j1 < hi) {
+            int64_t n1 = tile_len(jt + 1, TM__ABWD_BK, ge->tk);
+            tm__abwd_pf_rows(&w->pfin, J->k, b, hk, j1, n1, ge->d);
+            tm__abwd_pf_rows(&w->pfin, J->v, b, hk, j1, n1, ge->dv);
+        }
+        w->nx_ok = j1 + TM__ABWD_BK >= hi;
         load_keys(J, &kx, b, h / ge->group, j0, n, true, true);
         for (int64_t x = 0; x < nsub; x++) {
             if (rlo[x] >= rhi[x] || rhi[x] <= j0 || rlo[x] >= j0 + n)
@@ -349,7 +374,7 @@ static void group_task(const bwd_job *J, tile_ws *w, int64_t b, int64_t hk)
     const tm__attn_geom *ge = &J->ge;
     zero(w->gdq, ge->group * J->nqt * J->bqm * J->dp);
     for (int64_t kb = 0; kb * J->nb < J->nkt; kb++)
-        key_block(J, w, b, hk, kb);
+        key_block(J, w, b, hk, kb, (kb + 1) * J->nb >= J->nkt);
     for (int64_t hh = 0; hh < ge->group; hh++)
         for (int64_t it = 0; it < J->nqt; it++)
             store_rows(J->dq, b, hk * ge->group + hh, it * TM__ABWD_BQ,
@@ -368,7 +393,7 @@ static void run_task(const bwd_job *J, tile_ws *w, int64_t x)
         group_task(J, w, x / ge->hkv, x % ge->hkv);
     } else if (x < J->ntasks_a) {
         int64_t gi = x % groups;
-        key_block(J, w, gi / ge->hkv, gi % ge->hkv, x / groups);
+        key_block(J, w, gi / ge->hkv, gi % ge->hkv, x / groups, true);
     } else {
         x -= J->ntasks_a;
         int64_t bh = x % heads;
@@ -383,10 +408,19 @@ static void bwd_part(int part, int nparts, void *ctx)
     (void)nparts;
     bwd_layout(J, J->scratch + J->part_floats * (size_t)part, &w);
     w.keep = J->keep + (size_t)part * TM__ABWD_BK;
-    for (;;) {
-        int64_t x = (int64_t)atomic_fetch_add(&J->next, 1);
-        if (x >= J->ntasks) break;
+    tm__abwd_pf_reset(&w.pfin);
+    w.nx_ok = false;
+    /* Each part claims its next task before running the current one, so
+     * that the next task's first rows can be fetched meanwhile (which
+     * part runs a task does not change its result). */
+    int64_t x = (int64_t)atomic_fetch_add(&J->next, 1);
+    while (x < J->ntasks) {
+        int64_t nx = (int64_t)atomic_fetch_add(&J->next, 1);
+        tm__abwd_pf_reset(&w.pfnx);
+        tm__abwd_pf_task_out(J, &w, x);
+        tm__abwd_pf_task(J, &w, nx);
         run_task(J, &w, x);
+        x = nx;
     }
 }
 
@@ -399,9 +433,15 @@ static void drow_range(int64_t r0, int64_t r1, void *ctx)
         int64_t b = r / (ge->h * ge->tq), h = r / ge->tq % ge->h,
                 i = r % ge->tq;
         const float *g = row_f(J->g, b, h, i), *o = row_f(J->out, b, h, i);
-        double s = 0.0;
-        for (int64_t c = 0; c < ge->dv; c++) s += (double)g[c] * o[c];
-        J->drow[r] = (float)s;
+        /* 8 partial sums: one chain of dependent adds cost 2.5% of the
+         * T = 256 backward */
+        double s[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        int64_t c = 0;
+        for (; c + 8 <= ge->dv; c += 8)
+            for (int u = 0; u < 8; u++) s[u] += (double)g[c + u] * o[c + u];
+        for (; c < ge->dv; c++) s[c % 8] += (double)g[c] * o[c];
+        J->drow[r] = (float)(((s[0] + s[4]) + (s[2] + s[6])) +
+                             ((s[1] + s[5]) + (s[3] + s[7])));
     }
 }
 
@@ -429,6 +469,9 @@ tm_status tm__attn_bwd_f32(const tm_buf *dq, const tm_buf *dk,
     if (ge->b == 0 || ge->h == 0 || (!J.want_dq && !J.want_dk && !J.want_dv))
         return TM_OK;
     J.mr = J.kr->mr, J.nr = J.kr->nr;
+#if defined(__x86_64__)
+    J.avx512 = J.kr == &tm__sgemm_avx512;
+#endif
     J.dp = tm__abwd_up(ge->d, J.nr), J.dvp = tm__abwd_up(ge->dv, J.nr);
     J.bkp = tm__abwd_up(TM__ABWD_BK, J.nr);
     J.bqm = tm__abwd_up(TM__ABWD_BQ, J.mr);

@@ -21,17 +21,141 @@ const tm__gemm_kernel *tm__abwd_kernel(void)
     }
 }
 
+void tm__abwd_pf_add(tm__abwd_pf *pf, const void *base, int64_t rows,
+                     int64_t stride, int64_t bytes, bool write)
+{
+    if (pf->n == TM__ABWD_PF_RANGES || rows <= 0 || bytes <= 0) return;
+    pf->base[pf->n] = base;
+    pf->rows[pf->n] = rows;
+    pf->stride[pf->n] = stride;
+    pf->bytes[pf->n] = bytes;
+    pf->write[pf->n] = write;
+    pf->n++;
+}
+
+static inline void pf_line(const char *p, bool write)
+{
+    if (write)
+        __builtin_prefetch(p, 1, 3);
+    else
+        __builtin_prefetch(p, 0, 3);
+}
+
+void tm__abwd_pf_step(tm__abwd_pf *pf, int lines)
+{
+    while (lines > 0 && pf->r < pf->n) {
+        int r = pf->r;
+        const char *row = pf->base[r] + pf->row * pf->stride[r];
+        pf_line(row + pf->off, pf->write[r]);
+        lines--;
+        pf->off += 64;
+        if (pf->off >= pf->bytes[r]) {
+            /* the row's last byte may sit on one more line */
+            if (((uintptr_t)row & 63) + (uintptr_t)pf->bytes[r] >
+                (uintptr_t)pf->off)
+                pf_line(row + pf->bytes[r] - 1, pf->write[r]);
+            pf->off = 0;
+            if (++pf->row == pf->rows[r]) pf->row = 0, pf->r++;
+        }
+    }
+}
+
 void tm__abwd_gemm(const tm__gemm_kernel *kr, int64_t m, int64_t n,
                    int64_t kc, const float *a, const float *b, int64_t ldb,
-                   float *c, int64_t ldc, float alpha, float beta)
+                   float *c, int64_t ldc, float alpha, float beta,
+                   tm__abwd_pf *pf)
 {
+#if defined(__x86_64__)
+    if (kr == &tm__sgemm_avx512) {
+        tm__abwd_gemm_avx512(m, n, kc, a, b, ldb, c, ldc, alpha, beta, pf);
+        return;
+    }
+#endif
     int64_t mr = kr->mr, nr = kr->nr;
     /* Column panels outside: one kc x NR panel of B stays in L1 while
      * every row panel of A passes over it. */
     for (int64_t j = 0; j < n; j += nr)
-        for (int64_t i = 0; i < m; i += mr)
+        for (int64_t i = 0; i < m; i += mr) {
             kr->ukr(kc, a + i * kc, b + j, ldb, c + i * ldc + j, ldc, alpha,
                     beta);
+            if (pf) tm__abwd_pf_step(pf, 8);
+        }
+}
+
+/* One block: the family's micro-kernel, or the AVX-512 one with the dS
+ * epilogue. */
+static void block(const tm__gemm_kernel *kr, int64_t kc, const float *a,
+                  const float *b, int64_t ldb, float *c, int64_t ldc,
+                  float alpha, float beta, const float *rv, const float *s)
+{
+#if defined(__x86_64__)
+    if (kr == &tm__sgemm_avx512) {
+        tm__abwd_ukr_avx512(kc, a, b, ldb, c, ldc, alpha, beta, rv, s);
+        return;
+    }
+#endif
+    (void)rv, (void)s;
+    kr->ukr(kc, a, b, ldb, c, ldc, alpha, beta);
+}
+
+/* The union of rows [r0, r1)'s key ranges (they move monotonically). */
+static void rows_keys(const tm__abwd_band *bd, int64_t r0, int64_t r1,
+                      int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX, *hi = 0;
+    for (int64_t r = r0; r < r1; r++)
+        if (bd->lo[r] < bd->hi[r]) {
+            if (bd->lo[r] < *lo) *lo = bd->lo[r];
+            if (bd->hi[r] > *hi) *hi = bd->hi[r];
+        }
+}
+
+/* The rows [lo, hi) of [0, m) that see some key of [c0, c1). */
+static void keys_rows(const tm__abwd_band *bd, int64_t m, int64_t c0,
+                      int64_t c1, int64_t *lo, int64_t *hi)
+{
+    *lo = m, *hi = 0;
+    for (int64_t r = 0; r < m; r++)
+        if (bd->lo[r] < c1 && bd->hi[r] > c0 && bd->lo[r] < bd->hi[r]) {
+            if (r < *lo) *lo = r;
+            *hi = r + 1;
+        }
+}
+
+void tm__abwd_gemm_band(const tm__gemm_kernel *kr, int kind,
+                        const tm__abwd_band *bd, int64_t m, int64_t n,
+                        int64_t kc, const float *a, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, float alpha,
+                        float beta, const float *rv, const float *s,
+                        tm__abwd_pf *pf)
+{
+    int64_t mr = kr->mr, nr = kr->nr, lo, hi;
+    for (int64_t j = 0; j < n; j += nr) {
+        int64_t dlo = 0, dhi = kc; /* KEYS: the depth this column block sees */
+        if (kind == TM__ABWD_KEYS) {
+            keys_rows(bd, kc, j, j + nr, &dlo, &dhi);
+            if (dlo >= dhi) continue; /* C += 0 */
+        }
+        for (int64_t i = 0; i < m; i += mr) {
+            const float *ab = a + i * kc;
+            float *cb = c + i * ldc + j;
+            if (kind == TM__ABWD_OUT) {
+                rows_keys(bd, i, i + mr, &lo, &hi);
+                if (lo >= j + nr || hi <= j) {
+                    for (int64_t r = 0; r < mr; r++)
+                        for (int64_t x = 0; x < nr; x++) cb[r * ldc + x] = 0;
+                    continue;
+                }
+            } else if (kind == TM__ABWD_ROWS) {
+                rows_keys(bd, i, i + mr, &dlo, &dhi);
+                if (dlo >= dhi) continue; /* C += 0 */
+            }
+            block(kr, dhi - dlo, ab + dlo * mr, b + dlo * ldb + j, ldb, cb,
+                  ldc, alpha, beta, rv ? rv + i : NULL,
+                  s ? s + i * ldc + j : NULL);
+            if (pf) tm__abwd_pf_step(pf, 8);
+        }
+    }
 }
 
 #if defined(__x86_64__)
