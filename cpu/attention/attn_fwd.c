@@ -346,7 +346,7 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
 
 /* Stores out and lse of the rows T from m, l and acc rows. */
 static void finish_rows(const af_job *J, const af_rows *T, const float *m,
-                        const double *l, const float *o, int64_t ldo)
+                        const double *l, float *o, int64_t ldo)
 {
     const tm__attn_geom *ge = &J->ge;
     float *out = (float *)((char *)J->out->handle + J->out->offset);
@@ -357,7 +357,7 @@ static void finish_rows(const af_job *J, const af_rows *T, const float *m,
         int64_t row = (T->b * ge->h + T->h0 + r / T->ni) * ge->tq + T->i0 +
                       r % T->ni;
         float *dst = out + row * ge->dv;
-        const float *src = o + r * ldo;
+        float *src = o + r * ldo;
         if (!(m[r] > -INFINITY && l[r] > 0.0)) {
             memset(dst, 0, sizeof(float) * (size_t)ge->dv);
             if (lse) lse[row] = -INFINITY;
@@ -365,8 +365,11 @@ static void finish_rows(const af_job *J, const af_rows *T, const float *m,
         }
         float f = (float)((J->p->dropout_p > 0.0 ? J->dr.keep_scale : 1.0) /
                           l[r]);
-        for (int64_t c = 0; c < ge->dv; c++) dst[c] = src[c] * f;
-        if (lse) lse[row] = (float)(m[r] + log(l[r]));
+        /* scaled in place (whole vectors), then copied: the scalar loop
+         * was not vectorised */
+        J->kr->scale(J->dvp, src, f);
+        memcpy(dst, src, sizeof(float) * (size_t)ge->dv);
+        if (lse) lse[row] = m[r] + logf((float)l[r]);
     }
 }
 
