@@ -21,8 +21,8 @@
  * head longest first (the last tiles of a causal attention see the most
  * keys).  When the (b, h, query tile) tasks are too few for the threads,
  * each one's keys are split into chunks (flash decoding): every chunk
- * leaves a partial (m, l, acc) and a last pass combines them, rescaling
- * each by exp(m_chunk - m).
+ * leaves a partial (m, l, acc), and the task that completes a tile's
+ * chunks combines them in chunk order, rescaling each by exp(m_chunk - m).
  *
  * Sums: scores and the accumulator in F32 (a few ulp per tile step), l in
  * double per row.
@@ -56,9 +56,11 @@ typedef struct af_job {
     int64_t kv0, kv1, ntask;
     float *kpack, *vpack;
     atomic_llong next;
-    /* partials of split tasks: per (row, split) m and l, and acc */
+    /* partials of split tasks: per (row, split) m and l, and acc; per
+     * (b, head group, query tile) the splits done */
     double *pml;
     float *pacc;
+    atomic_int *ndone;
     /* per part scratch */
     char *scratch;
     size_t part_bytes;
@@ -386,6 +388,34 @@ static void task_of(const af_job *J, int64_t x, int64_t *bh, int64_t *tile,
     *bh = J->kv0 * J->ge.group + x / J->ntq * J->hg;
 }
 
+/* Combines the splits of rows [r0, r1) of the B*H*Tq rows. */
+static void combine_range(const af_job *J, int64_t r0, int64_t r1)
+{
+    int64_t ns = J->nsplit;
+    for (int64_t row = r0; row < r1; row++) {
+        const double *ml = J->pml + 2 * row * ns;
+        const float *acc = J->pacc + row * ns * J->dvp;
+        double mx = -INFINITY, l = 0.0;
+        for (int64_t s = 0; s < ns; s++)
+            if (ml[2 * s] > mx) mx = ml[2 * s];
+        float *o = J->pacc + row * ns * J->dvp; /* split 0's row, reused */
+        float w0 = ml[0] > -INFINITY ? (float)exp(ml[0] - mx) : 0.0f;
+        l = w0 * ml[1];
+        for (int64_t c = 0; c < J->dvp; c++) o[c] = acc[c] * w0;
+        for (int64_t s = 1; s < ns; s++) {
+            if (!(ml[2 * s] > -INFINITY)) continue;
+            float w = (float)exp(ml[2 * s] - mx);
+            l += w * ml[2 * s + 1];
+            const float *a = acc + s * J->dvp;
+            for (int64_t c = 0; c < J->dvp; c++) o[c] += a[c] * w;
+        }
+        float m = (float)mx;
+        int64_t bh = row / J->ge.tq;
+        af_rows T = {bh / J->ge.h, bh % J->ge.h, row % J->ge.tq, 1, 1};
+        finish_rows(J, &T, &m, &l, o, J->dvp);
+    }
+}
+
 static void work_part(int part, int nparts, void *ctx)
 {
     (void)nparts;
@@ -417,35 +447,18 @@ static void work_part(int part, int nparts, void *ctx)
             memcpy(J->pacc + pr * J->dvp, S.o + r * J->dvp,
                    sizeof(float) * (size_t)J->dvp);
         }
-    }
-}
-
-/* Combines the splits of rows [r0, r1) of the B*H*Tq rows. */
-static void combine_range(int64_t r0, int64_t r1, void *ctx)
-{
-    af_job *J = ctx;
-    int64_t ns = J->nsplit;
-    for (int64_t row = r0; row < r1; row++) {
-        const double *ml = J->pml + 2 * row * ns;
-        const float *acc = J->pacc + row * ns * J->dvp;
-        double mx = -INFINITY, l = 0.0;
-        for (int64_t s = 0; s < ns; s++)
-            if (ml[2 * s] > mx) mx = ml[2 * s];
-        float *o = J->pacc + row * ns * J->dvp; /* split 0's row, reused */
-        float w0 = ml[0] > -INFINITY ? (float)exp(ml[0] - mx) : 0.0f;
-        l = w0 * ml[1];
-        for (int64_t c = 0; c < J->dvp; c++) o[c] = acc[c] * w0;
-        for (int64_t s = 1; s < ns; s++) {
-            if (!(ml[2 * s] > -INFINITY)) continue;
-            float w = (float)exp(ml[2 * s] - mx);
-            l += w * ml[2 * s + 1];
-            const float *a = acc + s * J->dvp;
-            for (int64_t c = 0; c < J->dvp; c++) o[c] += a[c] * w;
+        /* the task finishing a tile's last split combines its rows, in
+         * split order whichever thread that is: no second parallel pass
+         * (decode B=1, H=8, Tk=4096, 2 threads: one wake-up less a call) */
+        int64_t unit = bh / J->hg * J->ntq + tile;
+        if (atomic_fetch_add_explicit(&J->ndone[unit], 1,
+                                      memory_order_acq_rel) !=
+            J->nsplit - 1)
+            continue;
+        for (int64_t r = 0; r < T.nr; r++) {
+            int64_t row = (bh + r / ni) * ge->tq + i0 + r % ni;
+            combine_range(J, row, row + 1);
         }
-        float m = (float)mx;
-        int64_t bh = row / J->ge.tq;
-        af_rows T = {bh / J->ge.h, bh % J->ge.h, row % J->ge.tq, 1, 1};
-        finish_rows(J, &T, &m, &l, o, J->dvp);
     }
 }
 
@@ -542,7 +555,10 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         J.pacc = tm__alloc(sizeof(float) * (size_t)(rows * J.nsplit *
                                                     J.dvp),
                            __func__);
-        if (!J.pml || !J.pacc) goto nomem;
+        int64_t units = ge->b * ge->h / J.hg * J.ntq;
+        J.ndone = tm__alloc(sizeof(atomic_int) * (size_t)units, __func__);
+        if (!J.pml || !J.pacc || !J.ndone) goto nomem;
+        for (int64_t u = 0; u < units; u++) atomic_init(&J.ndone[u], 0);
     }
     for (J.kv0 = 0; J.kv0 < nkv; J.kv0 = J.kv1) {
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
@@ -553,12 +569,12 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         int parts = J.ntask < nparts ? (int)J.ntask : nparts;
         tm__parallel_parts(parts, work_part, &J);
     }
-    if (J.nsplit > 1) tm__parallel_for(rows, 16, combine_range, &J);
     goto done;
 nomem:
     st = TM_ENOMEM;
 done:
     tm__dealloc(J.pacc);
+    tm__dealloc(J.ndone);
     tm__dealloc(J.pml);
     tm__dealloc(J.vpack);
     tm__dealloc(J.kpack);
