@@ -50,6 +50,9 @@ typedef struct af_job {
     tm__attn_geom ge;
     tm__attn_dropout dr;
     bool packed, k_direct, v_direct;
+    /* each task a whole key/value head, packed by the thread that runs it
+     * into its own panels (else heads are packed in waves, by all) */
+    bool own;
     int64_t dp, dvp, ntq, nkt, nsplit;
     int64_t hg; /* query heads per task: 1, or a group on the row path */
     /* the wave of key/value heads [kv0, kv1) packed now, and its tasks */
@@ -87,46 +90,55 @@ static void load_f32(const void *src, tm_dtype dt, int64_t n, float *dst)
 
 /* ------------------------------------------------------------- packing */
 
-/* Unit u of a wave: key tile u % nkt of head kv0 + u / nkt (its panel,
- * d rows of AF_KT, zero past Tk) and that tile's value rows (F32, dvp
- * wide, zero padded), as the job needs them. */
+/* Key tile t of key/value head kvi (b * Hkv + hk): its panel kt (d rows
+ * of AF_KT, zero past Tk) and, unless read in place, its value rows into
+ * the head's F32 copy vh (dvp wide, zero padded). */
+static void pack_unit(const af_job *J, int64_t kvi, int64_t t, float *kt,
+                      float *vh)
+{
+    const tm__attn_geom *ge = &J->ge;
+    int64_t b = kvi / ge->hkv, hk = kvi % ge->hkv;
+    int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
+                                                     : AF_KT;
+    float row[256];
+    for (int64_t jj = 0; jj < AF_KT; jj++) {
+        if (jj >= nk) {
+            for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = 0;
+            continue;
+        }
+        const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
+        if (J->k->dtype == TM_F32) {
+            const float *f = (const float *)src;
+            for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
+            continue;
+        }
+        for (int64_t c0 = 0; c0 < ge->d; c0 += 256) {
+            int64_t n = ge->d - c0 < 256 ? ge->d - c0 : 256;
+            load_f32(src + (size_t)c0 * 2, J->k->dtype, n, row);
+            for (int64_t c = 0; c < n; c++)
+                kt[(c0 + c) * AF_KT + jj] = row[c];
+        }
+    }
+    if (J->v_direct) return;
+    float *vp = vh + (size_t)(j0 * J->dvp);
+    for (int64_t jj = 0; jj < nk; jj++) {
+        float *dst = vp + jj * J->dvp;
+        load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj), J->v->dtype,
+                 ge->dv, dst);
+        for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
+    }
+}
+
+/* Unit u of a wave: key tile u % nkt of head kv0 + u / nkt. */
 static void pack_range(int64_t u0, int64_t u1, void *ctx)
 {
     af_job *J = ctx;
-    const tm__attn_geom *ge = &J->ge;
     for (int64_t u = u0; u < u1; u++) {
-        int64_t kvw = u / J->nkt, t = u % J->nkt, kvi = J->kv0 + kvw;
-        int64_t b = kvi / ge->hkv, hk = kvi % ge->hkv;
-        int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
-                                                         : AF_KT;
-        float *kt = J->kpack + (size_t)(u * ge->d * AF_KT);
-        float row[256];
-        for (int64_t jj = 0; jj < AF_KT; jj++) {
-            if (jj >= nk) {
-                for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = 0;
-                continue;
-            }
-            const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
-            if (J->k->dtype == TM_F32) {
-                const float *f = (const float *)src;
-                for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
-                continue;
-            }
-            for (int64_t c0 = 0; c0 < ge->d; c0 += 256) {
-                int64_t n = ge->d - c0 < 256 ? ge->d - c0 : 256;
-                load_f32(src + (size_t)c0 * 2, J->k->dtype, n, row);
-                for (int64_t c = 0; c < n; c++)
-                    kt[(c0 + c) * AF_KT + jj] = row[c];
-            }
-        }
-        if (J->v_direct) continue;
-        float *vp = J->vpack + (size_t)((kvw * ge->tk + j0) * J->dvp);
-        for (int64_t jj = 0; jj < nk; jj++) {
-            float *dst = vp + jj * J->dvp;
-            load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj), J->v->dtype,
-                     ge->dv, dst);
-            for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
-        }
+        int64_t kvw = u / J->nkt;
+        pack_unit(J, J->kv0 + kvw, u % J->nkt,
+                  J->kpack + (size_t)(u * J->ge.d * AF_KT),
+                  J->v_direct ? NULL
+                              : J->vpack + (size_t)(kvw * J->ge.tk * J->dvp));
     }
 }
 
@@ -141,6 +153,10 @@ typedef struct af_scratch {
     float *m;     /* AF_BQ */
     double *l;    /* AF_BQ */
     uint8_t *keep; /* AF_KT */
+    /* the packed panels and value rows read, of the key/value heads from
+     * kv0 on */
+    float *kp, *vp;
+    int64_t kv0;
 } af_scratch;
 
 static af_scratch scratch_of(const af_job *J, int part)
@@ -156,6 +172,11 @@ static af_scratch scratch_of(const af_job *J, int part)
     S.vc = (float *)c, c += sizeof(float) * kt * (size_t)J->dvp;
     S.m = (float *)c, c += sizeof(float) * bq;
     S.keep = (uint8_t *)c;
+    S.kp = J->kpack, S.vp = J->vpack, S.kv0 = J->kv0;
+    if (J->own && J->kpack) {
+        S.kp += (size_t)part * (size_t)(J->nkt * J->ge.d * AF_KT);
+        if (S.vp) S.vp += (size_t)part * (size_t)(J->ge.tk * J->dvp);
+    }
     return S;
 }
 
@@ -274,7 +295,7 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
     const tm__attn_geom *ge = &J->ge;
     const tm__attn_fwd_kernels *kr = J->kr;
     int64_t b = T->b, hk = T->h0 / ge->group, nr = T->nr, i0 = T->i0;
-    int64_t kvw = b * ge->hkv + hk - J->kv0;
+    int64_t kvw = b * ge->hkv + hk - S->kv0;
     float scale = (float)J->p->scale;
     int64_t lo, hi;
     tm__attn_block_range(J->p, ge->tk, i0, i0 + T->ni, &lo, &hi);
@@ -294,8 +315,8 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
         if (mask_tile_empty(J, T, j0, nk)) continue;
         if (J->packed) {
             kr->s_packed(nr, ge->d, S->qt, J->dp,
-                         J->kpack + (size_t)((kvw * J->nkt + t) * ge->d *
-                                             AF_KT),
+                         S->kp + (size_t)((kvw * J->nkt + t) * ge->d *
+                                          AF_KT),
                          S->s, scale);
         } else {
             const float *kp = S->kc;
@@ -329,7 +350,7 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
             vp = tm__attn_row_ptr(J->v, b, hk, j0);
             ldv = J->v->strides[2];
         } else if (J->packed) {
-            vp = J->vpack + (size_t)((kvw * ge->tk + j0) * J->dvp);
+            vp = S->vp + (size_t)((kvw * ge->tk + j0) * J->dvp);
             ldv = J->dvp;
         } else {
             for (int64_t jj = 0; jj < nk; jj++) {
@@ -416,6 +437,46 @@ static void combine_range(const af_job *J, int64_t r0, int64_t r1)
     }
 }
 
+/* Query tile `tile` of heads [bh, bh + hg), key split sp. */
+static void run_task(const af_job *J, af_scratch *S, int64_t bh,
+                     int64_t tile, int64_t sp)
+{
+    const tm__attn_geom *ge = &J->ge;
+    int64_t i0 = tile * AF_BQ, lo, hi;
+    int64_t ni = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ;
+    af_rows T = {bh / ge->h, bh % ge->h, i0, ni, ni * J->hg};
+    tm__attn_block_range(J->p, ge->tk, i0, i0 + ni, &lo, &hi);
+    int64_t ta = lo / AF_KT, tb = hi > lo ? (hi + AF_KT - 1) / AF_KT
+                                          : ta;
+    int64_t t0 = ta + (tb - ta) * sp / J->nsplit,
+            t1 = ta + (tb - ta) * (sp + 1) / J->nsplit;
+    run_tile(J, S, &T, t0, t1);
+    if (J->nsplit == 1) {
+        finish_rows(J, &T, S->m, S->l, S->o, J->dvp);
+        return;
+    }
+    for (int64_t r = 0; r < T.nr; r++) {
+        int64_t pr = ((bh + r / ni) * ge->tq + i0 + r % ni) * J->nsplit +
+                     sp;
+        J->pml[2 * pr] = S->m[r];
+        J->pml[2 * pr + 1] = S->l[r];
+        memcpy(J->pacc + pr * J->dvp, S->o + r * J->dvp,
+               sizeof(float) * (size_t)J->dvp);
+    }
+    /* the task finishing a tile's last split combines its rows, in
+     * split order whichever thread that is: no second parallel pass
+     * (decode B=1, H=8, Tk=4096, 2 threads: one wake-up less a call) */
+    int64_t unit = bh / J->hg * J->ntq + tile;
+    if (atomic_fetch_add_explicit(&J->ndone[unit], 1,
+                                  memory_order_acq_rel) !=
+        J->nsplit - 1)
+        return;
+    for (int64_t r = 0; r < T.nr; r++) {
+        int64_t row = (bh + r / ni) * ge->tq + i0 + r % ni;
+        combine_range(J, row, row + 1);
+    }
+}
+
 static void work_part(int part, int nparts, void *ctx)
 {
     (void)nparts;
@@ -425,40 +486,19 @@ static void work_part(int part, int nparts, void *ctx)
     for (;;) {
         int64_t x = (int64_t)atomic_fetch_add(&J->next, 1), bh, tile, sp;
         if (x >= J->ntask) break;
-        task_of(J, x, &bh, &tile, &sp);
-        int64_t i0 = tile * AF_BQ, lo, hi;
-        int64_t ni = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ;
-        af_rows T = {bh / ge->h, bh % ge->h, i0, ni, ni * J->hg};
-        tm__attn_block_range(J->p, ge->tk, i0, i0 + ni, &lo, &hi);
-        int64_t ta = lo / AF_KT, tb = hi > lo ? (hi + AF_KT - 1) / AF_KT
-                                              : ta;
-        int64_t t0 = ta + (tb - ta) * sp / J->nsplit,
-                t1 = ta + (tb - ta) * (sp + 1) / J->nsplit;
-        run_tile(J, &S, &T, t0, t1);
-        if (J->nsplit == 1) {
-            finish_rows(J, &T, S.m, S.l, S.o, J->dvp);
+        if (!J->own) {
+            task_of(J, x, &bh, &tile, &sp);
+            run_task(J, &S, bh, tile, sp);
             continue;
         }
-        for (int64_t r = 0; r < T.nr; r++) {
-            int64_t pr = ((bh + r / ni) * ge->tq + i0 + r % ni) * J->nsplit +
-                         sp;
-            J->pml[2 * pr] = S.m[r];
-            J->pml[2 * pr + 1] = S.l[r];
-            memcpy(J->pacc + pr * J->dvp, S.o + r * J->dvp,
-                   sizeof(float) * (size_t)J->dvp);
-        }
-        /* the task finishing a tile's last split combines its rows, in
-         * split order whichever thread that is: no second parallel pass
-         * (decode B=1, H=8, Tk=4096, 2 threads: one wake-up less a call) */
-        int64_t unit = bh / J->hg * J->ntq + tile;
-        if (atomic_fetch_add_explicit(&J->ndone[unit], 1,
-                                      memory_order_acq_rel) !=
-            J->nsplit - 1)
-            continue;
-        for (int64_t r = 0; r < T.nr; r++) {
-            int64_t row = (bh + r / ni) * ge->tq + i0 + r % ni;
-            combine_range(J, row, row + 1);
-        }
+        /* key/value head x: its panels, then every tile of its query
+         * heads, all on this thread (its L2) */
+        for (int64_t t = 0; t < J->nkt; t++)
+            pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT), S.vp);
+        S.kv0 = x;
+        for (int64_t hq = 0; hq < ge->group; hq++)
+            for (int64_t tile = J->ntq - 1; tile >= 0; tile--)
+                run_task(J, &S, x * ge->group + hq, tile, 0);
     }
 }
 
@@ -518,8 +558,15 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
     J.nsplit = splits > 0 ? splits
                           : auto_splits(ge, ge->b * ge->h / J.hg * J.ntq);
     int64_t nkv = ge->b * ge->hkv, wave = nkv;
+    int nth = tm_get_num_threads();
+    /* many heads: a thread packs the heads it runs, so that no thread
+     * reads panels from another's cache, in one parallel region (waves
+     * take two each); few heads: waves, whose tasks are single tiles */
+    J.own = J.packed && J.nsplit == 1 && nkv >= 8 * (int64_t)nth;
     size_t head_bytes = 0;
-    if (J.packed) {
+    if (J.own) {
+        wave = nth;
+    } else if (J.packed) {
         head_bytes = sizeof(float) *
                      (size_t)(J.nkt * ge->d * AF_KT +
                               (J.v_direct ? 0 : ge->tk * J.dvp));
@@ -534,8 +581,8 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         if (wave > nkv) wave = nkv;
         if (wave < 1) wave = 1;
     }
-    int64_t max_tasks = wave * ge->group / J.hg * J.ntq * J.nsplit;
-    int nth = tm_get_num_threads();
+    int64_t max_tasks = J.own ? nkv
+                              : wave * ge->group / J.hg * J.ntq * J.nsplit;
     int nparts = max_tasks < nth ? (int)max_tasks : nth;
     J.part_bytes = scratch_bytes(&J);
     J.scratch = tm__alloc(J.part_bytes * (size_t)nparts, __func__);
@@ -560,7 +607,12 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         if (!J.pml || !J.pacc || !J.ndone) goto nomem;
         for (int64_t u = 0; u < units; u++) atomic_init(&J.ndone[u], 0);
     }
-    for (J.kv0 = 0; J.kv0 < nkv; J.kv0 = J.kv1) {
+    if (J.own) {
+        J.ntask = nkv;
+        atomic_store(&J.next, 0);
+        tm__parallel_parts(nparts, work_part, &J);
+    }
+    for (J.kv0 = 0; J.kv0 < nkv && !J.own; J.kv0 = J.kv1) {
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
         if (J.packed)
             tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, pack_range, &J);
