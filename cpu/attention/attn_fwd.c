@@ -7,7 +7,8 @@
  * nothing of size Tq x Tk exists.
  *
  * Two ways to form a score tile.  Packed: each key/value head's keys are
- * transposed once into AF_KT-key panels (converted to F32), so a tile of
+ * transposed once into AF_KT-key panels (converted to F32;
+ * attn_fwd_pack.c), so a tile of
  * scores is a register-blocked product whose loads are shared by four
  * query rows; used from AF_ROWS_MAX query rows up, where the packing is
  * repaid.  Rows: dot products against the key rows in place (a few query
@@ -27,11 +28,8 @@
  * Sums: scores and the accumulator in F32 (a few ulp per tile step), l in
  * double per row.
  */
-#include "attn_fwd.h"
-#include "attn_impl.h"
+#include "attn_fwd_job.h"
 #include "../cpu_features.h"
-
-#include <stdatomic.h>
 
 /* Fewer query rows than this use the row path (no packing). */
 #define AF_ROWS_MAX 16
@@ -43,103 +41,10 @@
 /* A key split spans at least this many keys. */
 #define AF_SPLIT_MIN_KEYS 256
 
-typedef struct af_job {
-    const tm_buf *out, *lse, *q, *k, *v, *mask;
-    const tm_attn_params *p;
-    const tm__attn_fwd_kernels *kr;
-    tm__attn_geom ge;
-    tm__attn_dropout dr;
-    bool packed, k_direct, v_direct;
-    /* each task a whole key/value head, packed by the thread that runs it
-     * into its own panels (else heads are packed in waves, by all) */
-    bool own;
-    int64_t dp, dvp, ntq, nkt, nsplit;
-    int64_t hg; /* query heads per task: 1, or a group on the row path */
-    /* the wave of key/value heads [kv0, kv1) packed now, and its tasks */
-    int64_t kv0, kv1, ntask;
-    float *kpack, *vpack;
-    atomic_llong next;
-    /* partials of split tasks: per (row, split) m and l, and acc; per
-     * (b, head group, query tile) the splits done */
-    double *pml;
-    float *pacc;
-    atomic_int *ndone;
-    /* per part scratch */
-    char *scratch;
-    size_t part_bytes;
-} af_job;
 
 static int64_t round_up(int64_t x, int64_t m)
 {
     return (x + m - 1) / m * m;
-}
-
-/* n elements of a row of F32, F16 or BF16 into dst as F32. */
-static void load_f32(const void *src, tm_dtype dt, int64_t n, float *dst)
-{
-    if (dt == TM_F32) {
-        memcpy(dst, src, sizeof(float) * (size_t)n);
-    } else if (dt == TM_F16) {
-        for (int64_t c = 0; c < n; c++)
-            dst[c] = tm__f16_to_f32(((const uint16_t *)src)[c]);
-    } else {
-        for (int64_t c = 0; c < n; c++)
-            dst[c] = tm__bf16_to_f32(((const uint16_t *)src)[c]);
-    }
-}
-
-/* ------------------------------------------------------------- packing */
-
-/* Key tile t of key/value head kvi (b * Hkv + hk): its panel kt (d rows
- * of AF_KT, zero past Tk) and, unless read in place, its value rows into
- * the head's F32 copy vh (dvp wide, zero padded). */
-static void pack_unit(const af_job *J, int64_t kvi, int64_t t, float *kt,
-                      float *vh)
-{
-    const tm__attn_geom *ge = &J->ge;
-    int64_t b = kvi / ge->hkv, hk = kvi % ge->hkv;
-    int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
-                                                     : AF_KT;
-    float row[256];
-    for (int64_t jj = 0; jj < AF_KT; jj++) {
-        if (jj >= nk) {
-            for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = 0;
-            continue;
-        }
-        const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
-        if (J->k->dtype == TM_F32) {
-            const float *f = (const float *)src;
-            for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
-            continue;
-        }
-        for (int64_t c0 = 0; c0 < ge->d; c0 += 256) {
-            int64_t n = ge->d - c0 < 256 ? ge->d - c0 : 256;
-            load_f32(src + (size_t)c0 * 2, J->k->dtype, n, row);
-            for (int64_t c = 0; c < n; c++)
-                kt[(c0 + c) * AF_KT + jj] = row[c];
-        }
-    }
-    if (J->v_direct) return;
-    float *vp = vh + (size_t)(j0 * J->dvp);
-    for (int64_t jj = 0; jj < nk; jj++) {
-        float *dst = vp + jj * J->dvp;
-        load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj), J->v->dtype,
-                 ge->dv, dst);
-        for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
-    }
-}
-
-/* Unit u of a wave: key tile u % nkt of head kv0 + u / nkt. */
-static void pack_range(int64_t u0, int64_t u1, void *ctx)
-{
-    af_job *J = ctx;
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t kvw = u / J->nkt;
-        pack_unit(J, J->kv0 + kvw, u % J->nkt,
-                  J->kpack + (size_t)(u * J->ge.d * AF_KT),
-                  J->v_direct ? NULL
-                              : J->vpack + (size_t)(kvw * J->ge.tk * J->dvp));
-    }
 }
 
 /* ---------------------------------------------------------------- tiles */
@@ -301,9 +206,9 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
     tm__attn_block_range(J->p, ge->tk, i0, i0 + T->ni, &lo, &hi);
     for (int64_t r = 0; r < nr; r++) {
         float *qr = S->qt + r * J->dp;
-        load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
-                                  i0 + r % T->ni),
-                 TM_F32, ge->d, qr);
+        tm__af_load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
+                                         i0 + r % T->ni),
+                        TM_F32, ge->d, qr);
         for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
         S->m[r] = -INFINITY;
         S->l[r] = 0.0;
@@ -327,8 +232,8 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
             } else {
                 for (int64_t jj = 0; jj < nk; jj++) {
                     float *dst = S->kc + jj * J->dp;
-                    load_f32(tm__attn_row_ptr(J->k, b, hk, j0 + jj),
-                             J->k->dtype, ge->d, dst);
+                    tm__af_load_f32(tm__attn_row_ptr(J->k, b, hk, j0 + jj),
+                                    J->k->dtype, ge->d, dst);
                     for (int64_t c = ge->d; c < J->dp; c++) dst[c] = 0;
                 }
             }
@@ -355,8 +260,8 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
         } else {
             for (int64_t jj = 0; jj < nk; jj++) {
                 float *dst = S->vc + jj * J->dvp;
-                load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj),
-                         J->v->dtype, ge->dv, dst);
+                tm__af_load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj),
+                                J->v->dtype, ge->dv, dst);
                 for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
             }
             vp = S->vc;
@@ -494,7 +399,7 @@ static void work_part(int part, int nparts, void *ctx)
         /* key/value head x: its panels, then every tile of its query
          * heads, all on this thread (its L2) */
         for (int64_t t = 0; t < J->nkt; t++)
-            pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT), S.vp);
+            tm__af_pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT), S.vp);
         S.kv0 = x;
         for (int64_t hq = 0; hq < ge->group; hq++)
             for (int64_t tile = J->ntq - 1; tile >= 0; tile--)
@@ -615,7 +520,7 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
     for (J.kv0 = 0; J.kv0 < nkv && !J.own; J.kv0 = J.kv1) {
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
         if (J.packed)
-            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, pack_range, &J);
+            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, tm__af_pack_range, &J);
         J.ntask = (J.kv1 - J.kv0) * ge->group / J.hg * J.ntq * J.nsplit;
         atomic_store(&J.next, 0);
         int parts = J.ntask < nparts ? (int)J.ntask : nparts;
