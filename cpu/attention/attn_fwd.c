@@ -8,10 +8,9 @@
  *
  * Two ways to form a score tile.  Packed: each key/value head's keys are
  * transposed once into AF_KT-key panels (converted to F32;
- * attn_fwd_pack.c), so a tile of
- * scores is a register-blocked product whose loads are shared by four
- * query rows; used from AF_ROWS_MAX query rows up, where the packing is
- * repaid.  Rows: dot products against the key rows in place (a few query
+ * attn_fwd_pack.c), so a tile of scores is a register-blocked product
+ * whose loads are shared by four query rows; used from AF_ROWS_MAX query
+ * rows up, where the packing is repaid.  Rows: dot products against the key rows in place (a few query
  * rows: decoding), converting narrow keys one tile at a time.
  *
  * On the row path the query heads of one key/value head share a tile
