@@ -33,6 +33,13 @@ void tm__af_pack_unit(const af_job *J, int64_t kvi, int64_t t, float *kt,
         const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
         if (J->k->dtype == TM_F32) {
             const float *f = (const float *)src;
+            /* the row 8 keys on, asked for now: each row's loads would
+             * otherwise wait on memory behind the scattered stores */
+            if (jj + 8 < nk) {
+                const char *ahead = (const char *)(f + 8 * J->k->strides[2]);
+                for (int64_t c = 0; c < ge->d; c += 16)
+                    __builtin_prefetch(ahead + c * 4, 0, 3);
+            }
             for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
             continue;
         }
