@@ -203,12 +203,21 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
     float scale = (float)J->p->scale;
     int64_t lo, hi;
     tm__attn_block_range(J->p, ge->tk, i0, i0 + T->ni, &lo, &hi);
+    /* the packed product reads the query rows of one head in place (it
+     * needs no padding); the row path a padded copy */
+    bool q_direct = J->packed && nr == T->ni;
+    const float *qp = q_direct ? (const float *)tm__attn_row_ptr(J->q, b,
+                                                                 T->h0, i0)
+                               : S->qt;
+    int64_t ldq = q_direct ? J->q->strides[2] : J->dp;
     for (int64_t r = 0; r < nr; r++) {
-        float *qr = S->qt + r * J->dp;
-        tm__af_load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
-                                         i0 + r % T->ni),
-                        TM_F32, ge->d, qr);
-        for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
+        if (!q_direct) {
+            float *qr = S->qt + r * J->dp;
+            tm__af_load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
+                                             i0 + r % T->ni),
+                            TM_F32, ge->d, qr);
+            for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
+        }
         S->m[r] = -INFINITY;
         S->l[r] = 0.0;
     }
@@ -218,7 +227,7 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
                                                          : AF_KT;
         if (mask_tile_empty(J, T, j0, nk)) continue;
         if (J->packed) {
-            kr->s_packed(nr, ge->d, S->qt, J->dp,
+            kr->s_packed(nr, ge->d, qp, ldq,
                          S->kp + (size_t)((kvw * J->nkt + t) * ge->d *
                                           AF_KT),
                          S->s, scale);
