@@ -407,7 +407,8 @@ static void work_part(int part, int nparts, void *ctx)
         /* key/value head x: its panels, then every tile of its query
          * heads, all on this thread (its L2) */
         for (int64_t t = 0; t < J->nkt; t++)
-            tm__af_pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT), S.vp);
+            tm__af_pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT),
+                             S.vp);
         S.kv0 = x;
         for (int64_t hq = 0; hq < ge->group; hq++)
             for (int64_t tile = J->ntq - 1; tile >= 0; tile--)
