@@ -10,8 +10,9 @@
  * transposed once into AF_KT-key panels (converted to F32;
  * attn_fwd_pack.c), so a tile of scores is a register-blocked product
  * whose loads are shared by four query rows; used from AF_ROWS_MAX query
- * rows up, where the packing is repaid.  Rows: dot products against the key rows in place (a few query
- * rows: decoding), converting narrow keys one tile at a time.
+ * rows up, where the packing is repaid.  Rows: dot products against the
+ * key rows in place (a few query rows: decoding), converting narrow keys
+ * one tile at a time.
  *
  * On the row path the query heads of one key/value head share a tile
  * (GQA: its keys and values are read once per group).
@@ -529,7 +530,8 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
     for (J.kv0 = 0; J.kv0 < nkv && !J.own; J.kv0 = J.kv1) {
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
         if (J.packed)
-            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, tm__af_pack_range, &J);
+            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, tm__af_pack_range,
+                             &J);
         J.ntask = (J.kv1 - J.kv0) * ge->group / J.hg * J.ntq * J.nsplit;
         atomic_store(&J.next, 0);
         int parts = J.ntask < nparts ? (int)J.ntask : nparts;
