@@ -7,11 +7,12 @@
  * nothing of size Tq x Tk exists.
  *
  * Two ways to form a score tile.  Packed: each key/value head's keys are
- * transposed once into AF_KT-key panels (converted to F32), so a tile of
- * scores is a register-blocked product whose loads are shared by four
- * query rows; used from AF_ROWS_MAX query rows up, where the packing is
- * repaid.  Rows: dot products against the key rows in place (a few query
- * rows: decoding), converting narrow keys one tile at a time.
+ * transposed once into AF_KT-key panels (converted to F32;
+ * attn_fwd_pack.c), so a tile of scores is a register-blocked product
+ * whose loads are shared by four query rows; used from AF_ROWS_MAX query
+ * rows up, where the packing is repaid.  Rows: dot products against the
+ * key rows in place (a few query rows: decoding), converting narrow keys
+ * one tile at a time.
  *
  * On the row path the query heads of one key/value head share a tile
  * (GQA: its keys and values are read once per group).
@@ -21,17 +22,14 @@
  * head longest first (the last tiles of a causal attention see the most
  * keys).  When the (b, h, query tile) tasks are too few for the threads,
  * each one's keys are split into chunks (flash decoding): every chunk
- * leaves a partial (m, l, acc) and a last pass combines them, rescaling
- * each by exp(m_chunk - m).
+ * leaves a partial (m, l, acc), and the task that completes a tile's
+ * chunks combines them in chunk order, rescaling each by exp(m_chunk - m).
  *
  * Sums: scores and the accumulator in F32 (a few ulp per tile step), l in
  * double per row.
  */
-#include "attn_fwd.h"
-#include "attn_impl.h"
+#include "attn_fwd_job.h"
 #include "../cpu_features.h"
-
-#include <stdatomic.h>
 
 /* Fewer query rows than this use the row path (no packing). */
 #define AF_ROWS_MAX 16
@@ -43,89 +41,10 @@
 /* A key split spans at least this many keys. */
 #define AF_SPLIT_MIN_KEYS 256
 
-typedef struct af_job {
-    const tm_buf *out, *lse, *q, *k, *v, *mask;
-    const tm_attn_params *p;
-    const tm__attn_fwd_kernels *kr;
-    tm__attn_geom ge;
-    tm__attn_dropout dr;
-    bool packed, k_direct, v_direct;
-    int64_t dp, dvp, ntq, nkt, nsplit;
-    int64_t hg; /* query heads per task: 1, or a group on the row path */
-    /* the wave of key/value heads [kv0, kv1) packed now, and its tasks */
-    int64_t kv0, kv1, ntask;
-    float *kpack, *vpack;
-    atomic_llong next;
-    /* partials of split tasks: per (row, split) m and l, and acc */
-    double *pml;
-    float *pacc;
-    /* per part scratch */
-    char *scratch;
-    size_t part_bytes;
-} af_job;
 
 static int64_t round_up(int64_t x, int64_t m)
 {
     return (x + m - 1) / m * m;
-}
-
-/* n elements of a row of F32, F16 or BF16 into dst as F32. */
-static void load_f32(const void *src, tm_dtype dt, int64_t n, float *dst)
-{
-    if (dt == TM_F32) {
-        memcpy(dst, src, sizeof(float) * (size_t)n);
-    } else if (dt == TM_F16) {
-        for (int64_t c = 0; c < n; c++)
-            dst[c] = tm__f16_to_f32(((const uint16_t *)src)[c]);
-    } else {
-        for (int64_t c = 0; c < n; c++)
-            dst[c] = tm__bf16_to_f32(((const uint16_t *)src)[c]);
-    }
-}
-
-/* ------------------------------------------------------------- packing */
-
-/* Unit u of a wave: key tile u % nkt of head kv0 + u / nkt (its panel,
- * d rows of AF_KT, zero past Tk) and that tile's value rows (F32, dvp
- * wide, zero padded), as the job needs them. */
-static void pack_range(int64_t u0, int64_t u1, void *ctx)
-{
-    af_job *J = ctx;
-    const tm__attn_geom *ge = &J->ge;
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t kvw = u / J->nkt, t = u % J->nkt, kvi = J->kv0 + kvw;
-        int64_t b = kvi / ge->hkv, hk = kvi % ge->hkv;
-        int64_t j0 = t * AF_KT, nk = ge->tk - j0 < AF_KT ? ge->tk - j0
-                                                         : AF_KT;
-        float *kt = J->kpack + (size_t)(u * ge->d * AF_KT);
-        float row[256];
-        for (int64_t jj = 0; jj < AF_KT; jj++) {
-            if (jj >= nk) {
-                for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = 0;
-                continue;
-            }
-            const char *src = tm__attn_row_ptr(J->k, b, hk, j0 + jj);
-            if (J->k->dtype == TM_F32) {
-                const float *f = (const float *)src;
-                for (int64_t c = 0; c < ge->d; c++) kt[c * AF_KT + jj] = f[c];
-                continue;
-            }
-            for (int64_t c0 = 0; c0 < ge->d; c0 += 256) {
-                int64_t n = ge->d - c0 < 256 ? ge->d - c0 : 256;
-                load_f32(src + (size_t)c0 * 2, J->k->dtype, n, row);
-                for (int64_t c = 0; c < n; c++)
-                    kt[(c0 + c) * AF_KT + jj] = row[c];
-            }
-        }
-        if (J->v_direct) continue;
-        float *vp = J->vpack + (size_t)((kvw * ge->tk + j0) * J->dvp);
-        for (int64_t jj = 0; jj < nk; jj++) {
-            float *dst = vp + jj * J->dvp;
-            load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj), J->v->dtype,
-                     ge->dv, dst);
-            for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
-        }
-    }
 }
 
 /* ---------------------------------------------------------------- tiles */
@@ -139,6 +58,10 @@ typedef struct af_scratch {
     float *m;     /* AF_BQ */
     double *l;    /* AF_BQ */
     uint8_t *keep; /* AF_KT */
+    /* the packed panels and value rows read, of the key/value heads from
+     * kv0 on */
+    float *kp, *vp;
+    int64_t kv0;
 } af_scratch;
 
 static af_scratch scratch_of(const af_job *J, int part)
@@ -154,6 +77,11 @@ static af_scratch scratch_of(const af_job *J, int part)
     S.vc = (float *)c, c += sizeof(float) * kt * (size_t)J->dvp;
     S.m = (float *)c, c += sizeof(float) * bq;
     S.keep = (uint8_t *)c;
+    S.kp = J->kpack, S.vp = J->vpack, S.kv0 = J->kv0;
+    if (J->own && J->kpack) {
+        S.kp += (size_t)part * (size_t)(J->nkt * J->ge.d * AF_KT);
+        if (S.vp) S.vp += (size_t)part * (size_t)(J->ge.tk * J->dvp);
+    }
     return S;
 }
 
@@ -272,16 +200,25 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
     const tm__attn_geom *ge = &J->ge;
     const tm__attn_fwd_kernels *kr = J->kr;
     int64_t b = T->b, hk = T->h0 / ge->group, nr = T->nr, i0 = T->i0;
-    int64_t kvw = b * ge->hkv + hk - J->kv0;
+    int64_t kvw = b * ge->hkv + hk - S->kv0;
     float scale = (float)J->p->scale;
     int64_t lo, hi;
     tm__attn_block_range(J->p, ge->tk, i0, i0 + T->ni, &lo, &hi);
+    /* the packed product reads the query rows of one head in place (it
+     * needs no padding); the row path a padded copy */
+    bool q_direct = J->packed && nr == T->ni;
+    const float *qp = q_direct ? (const float *)tm__attn_row_ptr(J->q, b,
+                                                                 T->h0, i0)
+                               : S->qt;
+    int64_t ldq = q_direct ? J->q->strides[2] : J->dp;
     for (int64_t r = 0; r < nr; r++) {
-        float *qr = S->qt + r * J->dp;
-        load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
-                                  i0 + r % T->ni),
-                 TM_F32, ge->d, qr);
-        for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
+        if (!q_direct) {
+            float *qr = S->qt + r * J->dp;
+            tm__af_load_f32(tm__attn_row_ptr(J->q, b, T->h0 + r / T->ni,
+                                             i0 + r % T->ni),
+                            TM_F32, ge->d, qr);
+            for (int64_t c = ge->d; c < J->dp; c++) qr[c] = 0;
+        }
         S->m[r] = -INFINITY;
         S->l[r] = 0.0;
     }
@@ -291,9 +228,9 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
                                                          : AF_KT;
         if (mask_tile_empty(J, T, j0, nk)) continue;
         if (J->packed) {
-            kr->s_packed(nr, ge->d, S->qt, J->dp,
-                         J->kpack + (size_t)((kvw * J->nkt + t) * ge->d *
-                                             AF_KT),
+            kr->s_packed(nr, ge->d, qp, ldq,
+                         S->kp + (size_t)((kvw * J->nkt + t) * ge->d *
+                                          AF_KT),
                          S->s, scale);
         } else {
             const float *kp = S->kc;
@@ -304,8 +241,8 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
             } else {
                 for (int64_t jj = 0; jj < nk; jj++) {
                     float *dst = S->kc + jj * J->dp;
-                    load_f32(tm__attn_row_ptr(J->k, b, hk, j0 + jj),
-                             J->k->dtype, ge->d, dst);
+                    tm__af_load_f32(tm__attn_row_ptr(J->k, b, hk, j0 + jj),
+                                    J->k->dtype, ge->d, dst);
                     for (int64_t c = ge->d; c < J->dp; c++) dst[c] = 0;
                 }
             }
@@ -327,13 +264,13 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
             vp = tm__attn_row_ptr(J->v, b, hk, j0);
             ldv = J->v->strides[2];
         } else if (J->packed) {
-            vp = J->vpack + (size_t)((kvw * ge->tk + j0) * J->dvp);
+            vp = S->vp + (size_t)((kvw * ge->tk + j0) * J->dvp);
             ldv = J->dvp;
         } else {
             for (int64_t jj = 0; jj < nk; jj++) {
                 float *dst = S->vc + jj * J->dvp;
-                load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj),
-                         J->v->dtype, ge->dv, dst);
+                tm__af_load_f32(tm__attn_row_ptr(J->v, b, hk, j0 + jj),
+                                J->v->dtype, ge->dv, dst);
                 for (int64_t c = ge->dv; c < J->dvp; c++) dst[c] = 0;
             }
             vp = S->vc;
@@ -346,7 +283,7 @@ static void run_tile(const af_job *J, af_scratch *S, const af_rows *T,
 
 /* Stores out and lse of the rows T from m, l and acc rows. */
 static void finish_rows(const af_job *J, const af_rows *T, const float *m,
-                        const double *l, const float *o, int64_t ldo)
+                        const double *l, float *o, int64_t ldo)
 {
     const tm__attn_geom *ge = &J->ge;
     float *out = (float *)((char *)J->out->handle + J->out->offset);
@@ -357,7 +294,7 @@ static void finish_rows(const af_job *J, const af_rows *T, const float *m,
         int64_t row = (T->b * ge->h + T->h0 + r / T->ni) * ge->tq + T->i0 +
                       r % T->ni;
         float *dst = out + row * ge->dv;
-        const float *src = o + r * ldo;
+        float *src = o + r * ldo;
         if (!(m[r] > -INFINITY && l[r] > 0.0)) {
             memset(dst, 0, sizeof(float) * (size_t)ge->dv);
             if (lse) lse[row] = -INFINITY;
@@ -365,8 +302,11 @@ static void finish_rows(const af_job *J, const af_rows *T, const float *m,
         }
         float f = (float)((J->p->dropout_p > 0.0 ? J->dr.keep_scale : 1.0) /
                           l[r]);
-        for (int64_t c = 0; c < ge->dv; c++) dst[c] = src[c] * f;
-        if (lse) lse[row] = (float)(m[r] + log(l[r]));
+        /* scaled in place (whole vectors), then copied: the scalar loop
+         * was not vectorised */
+        J->kr->scale(J->dvp, src, f);
+        memcpy(dst, src, sizeof(float) * (size_t)ge->dv);
+        if (lse) lse[row] = m[r] + logf((float)l[r]);
     }
 }
 
@@ -383,44 +323,9 @@ static void task_of(const af_job *J, int64_t x, int64_t *bh, int64_t *tile,
     *bh = J->kv0 * J->ge.group + x / J->ntq * J->hg;
 }
 
-static void work_part(int part, int nparts, void *ctx)
-{
-    (void)nparts;
-    af_job *J = ctx;
-    const tm__attn_geom *ge = &J->ge;
-    af_scratch S = scratch_of(J, part);
-    for (;;) {
-        int64_t x = (int64_t)atomic_fetch_add(&J->next, 1), bh, tile, sp;
-        if (x >= J->ntask) break;
-        task_of(J, x, &bh, &tile, &sp);
-        int64_t i0 = tile * AF_BQ, lo, hi;
-        int64_t ni = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ;
-        af_rows T = {bh / ge->h, bh % ge->h, i0, ni, ni * J->hg};
-        tm__attn_block_range(J->p, ge->tk, i0, i0 + ni, &lo, &hi);
-        int64_t ta = lo / AF_KT, tb = hi > lo ? (hi + AF_KT - 1) / AF_KT
-                                              : ta;
-        int64_t t0 = ta + (tb - ta) * sp / J->nsplit,
-                t1 = ta + (tb - ta) * (sp + 1) / J->nsplit;
-        run_tile(J, &S, &T, t0, t1);
-        if (J->nsplit == 1) {
-            finish_rows(J, &T, S.m, S.l, S.o, J->dvp);
-            continue;
-        }
-        for (int64_t r = 0; r < T.nr; r++) {
-            int64_t pr = ((bh + r / ni) * ge->tq + i0 + r % ni) * J->nsplit +
-                         sp;
-            J->pml[2 * pr] = S.m[r];
-            J->pml[2 * pr + 1] = S.l[r];
-            memcpy(J->pacc + pr * J->dvp, S.o + r * J->dvp,
-                   sizeof(float) * (size_t)J->dvp);
-        }
-    }
-}
-
 /* Combines the splits of rows [r0, r1) of the B*H*Tq rows. */
-static void combine_range(int64_t r0, int64_t r1, void *ctx)
+static void combine_range(const af_job *J, int64_t r0, int64_t r1)
 {
-    af_job *J = ctx;
     int64_t ns = J->nsplit;
     for (int64_t row = r0; row < r1; row++) {
         const double *ml = J->pml + 2 * row * ns;
@@ -443,6 +348,72 @@ static void combine_range(int64_t r0, int64_t r1, void *ctx)
         int64_t bh = row / J->ge.tq;
         af_rows T = {bh / J->ge.h, bh % J->ge.h, row % J->ge.tq, 1, 1};
         finish_rows(J, &T, &m, &l, o, J->dvp);
+    }
+}
+
+/* Query tile `tile` of heads [bh, bh + hg), key split sp. */
+static void run_task(const af_job *J, af_scratch *S, int64_t bh,
+                     int64_t tile, int64_t sp)
+{
+    const tm__attn_geom *ge = &J->ge;
+    int64_t i0 = tile * AF_BQ, lo, hi;
+    int64_t ni = ge->tq - i0 < AF_BQ ? ge->tq - i0 : AF_BQ;
+    af_rows T = {bh / ge->h, bh % ge->h, i0, ni, ni * J->hg};
+    tm__attn_block_range(J->p, ge->tk, i0, i0 + ni, &lo, &hi);
+    int64_t ta = lo / AF_KT, tb = hi > lo ? (hi + AF_KT - 1) / AF_KT
+                                          : ta;
+    int64_t t0 = ta + (tb - ta) * sp / J->nsplit,
+            t1 = ta + (tb - ta) * (sp + 1) / J->nsplit;
+    run_tile(J, S, &T, t0, t1);
+    if (J->nsplit == 1) {
+        finish_rows(J, &T, S->m, S->l, S->o, J->dvp);
+        return;
+    }
+    for (int64_t r = 0; r < T.nr; r++) {
+        int64_t pr = ((bh + r / ni) * ge->tq + i0 + r % ni) * J->nsplit +
+                     sp;
+        J->pml[2 * pr] = S->m[r];
+        J->pml[2 * pr + 1] = S->l[r];
+        memcpy(J->pacc + pr * J->dvp, S->o + r * J->dvp,
+               sizeof(float) * (size_t)J->dvp);
+    }
+    /* the task finishing a tile's last split combines its rows, in
+     * split order whichever thread that is: no second parallel pass
+     * (decode B=1, H=8, Tk=4096, 2 threads: one wake-up less a call) */
+    int64_t unit = bh / J->hg * J->ntq + tile;
+    if (atomic_fetch_add_explicit(&J->ndone[unit], 1,
+                                  memory_order_acq_rel) !=
+        J->nsplit - 1)
+        return;
+    for (int64_t r = 0; r < T.nr; r++) {
+        int64_t row = (bh + r / ni) * ge->tq + i0 + r % ni;
+        combine_range(J, row, row + 1);
+    }
+}
+
+static void work_part(int part, int nparts, void *ctx)
+{
+    (void)nparts;
+    af_job *J = ctx;
+    const tm__attn_geom *ge = &J->ge;
+    af_scratch S = scratch_of(J, part);
+    for (;;) {
+        int64_t x = (int64_t)atomic_fetch_add(&J->next, 1), bh, tile, sp;
+        if (x >= J->ntask) break;
+        if (!J->own) {
+            task_of(J, x, &bh, &tile, &sp);
+            run_task(J, &S, bh, tile, sp);
+            continue;
+        }
+        /* key/value head x: its panels, then every tile of its query
+         * heads, all on this thread (its L2) */
+        for (int64_t t = 0; t < J->nkt; t++)
+            tm__af_pack_unit(J, x, t, S.kp + (size_t)(t * ge->d * AF_KT),
+                             S.vp);
+        S.kv0 = x;
+        for (int64_t hq = 0; hq < ge->group; hq++)
+            for (int64_t tile = J->ntq - 1; tile >= 0; tile--)
+                run_task(J, &S, x * ge->group + hq, tile, 0);
     }
 }
 
@@ -502,8 +473,15 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
     J.nsplit = splits > 0 ? splits
                           : auto_splits(ge, ge->b * ge->h / J.hg * J.ntq);
     int64_t nkv = ge->b * ge->hkv, wave = nkv;
+    int nth = tm_get_num_threads();
+    /* many heads: a thread packs the heads it runs, so that no thread
+     * reads panels from another's cache, in one parallel region (waves
+     * take two each); few heads: waves, whose tasks are single tiles */
+    J.own = J.packed && J.nsplit == 1 && nkv >= 8 * (int64_t)nth;
     size_t head_bytes = 0;
-    if (J.packed) {
+    if (J.own) {
+        wave = nth;
+    } else if (J.packed) {
         head_bytes = sizeof(float) *
                      (size_t)(J.nkt * ge->d * AF_KT +
                               (J.v_direct ? 0 : ge->tk * J.dvp));
@@ -518,8 +496,8 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         if (wave > nkv) wave = nkv;
         if (wave < 1) wave = 1;
     }
-    int64_t max_tasks = wave * ge->group / J.hg * J.ntq * J.nsplit;
-    int nth = tm_get_num_threads();
+    int64_t max_tasks = J.own ? nkv
+                              : wave * ge->group / J.hg * J.ntq * J.nsplit;
     int nparts = max_tasks < nth ? (int)max_tasks : nth;
     J.part_bytes = scratch_bytes(&J);
     J.scratch = tm__alloc(J.part_bytes * (size_t)nparts, __func__);
@@ -539,23 +517,32 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
         J.pacc = tm__alloc(sizeof(float) * (size_t)(rows * J.nsplit *
                                                     J.dvp),
                            __func__);
-        if (!J.pml || !J.pacc) goto nomem;
+        int64_t units = ge->b * ge->h / J.hg * J.ntq;
+        J.ndone = tm__alloc(sizeof(atomic_int) * (size_t)units, __func__);
+        if (!J.pml || !J.pacc || !J.ndone) goto nomem;
+        for (int64_t u = 0; u < units; u++) atomic_init(&J.ndone[u], 0);
     }
-    for (J.kv0 = 0; J.kv0 < nkv; J.kv0 = J.kv1) {
+    if (J.own) {
+        J.ntask = nkv;
+        atomic_store(&J.next, 0);
+        tm__parallel_parts(nparts, work_part, &J);
+    }
+    for (J.kv0 = 0; J.kv0 < nkv && !J.own; J.kv0 = J.kv1) {
         J.kv1 = J.kv0 + wave < nkv ? J.kv0 + wave : nkv;
         if (J.packed)
-            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, pack_range, &J);
+            tm__parallel_for((J.kv1 - J.kv0) * J.nkt, 1, tm__af_pack_range,
+                             &J);
         J.ntask = (J.kv1 - J.kv0) * ge->group / J.hg * J.ntq * J.nsplit;
         atomic_store(&J.next, 0);
         int parts = J.ntask < nparts ? (int)J.ntask : nparts;
         tm__parallel_parts(parts, work_part, &J);
     }
-    if (J.nsplit > 1) tm__parallel_for(rows, 16, combine_range, &J);
     goto done;
 nomem:
     st = TM_ENOMEM;
 done:
     tm__dealloc(J.pacc);
+    tm__dealloc(J.ndone);
     tm__dealloc(J.pml);
     tm__dealloc(J.vpack);
     tm__dealloc(J.kpack);

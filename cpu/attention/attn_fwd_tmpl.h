@@ -11,6 +11,8 @@
  *   AF_FMA(a, b, c) = a*b + c, AF_MUL AF_ADD AF_SUB AF_MAX AF_CLAMP(x,lo,hi)
  *   AF_HSUM(v) AF_HMAX(v)       horizontal sum / max to a float
  *   AF_ASI AF_ASV AF_ISET AF_IADD AF_ISUB AF_ISRA1 AF_ISLL23  (for exp)
+ *   optionally AF_SCALE2N(p, n) = p * 2^n (n integral, p near 1), exact
+ *   to the subnormals and 0 (else the split integer scaling below)
  * Register blocks are AF_R (or 4, or 1) rows by AF_NV (or 1) vectors: the loops
  * over them have constant bounds and are unrolled, so their accumulators
  * live in registers.
@@ -41,12 +43,17 @@ AF_INL AF_V AF(exp)(AF_V x)
     p = AF_FMA(p, r, AF_SET1(1.6666665459e-1f));
     p = AF_FMA(p, r, AF_SET1(5.0000001201e-1f));
     p = AF_ADD(AF_FMA(p, z, r), AF_SET1(1.0f));
+#ifdef AF_SCALE2N
+    (void)t;
+    return AF_SCALE2N(p, nf);
+#else
     AF_VI n = AF_ISUB(AF_ASI(t), AF_ISET(0x4B400000));
     AF_VI n1 = AF_ISRA1(n);
     AF_VI n2 = AF_ISUB(n, n1);
     AF_V s1 = AF_ASV(AF_ISLL23(AF_IADD(n1, AF_ISET(127))));
     AF_V s2 = AF_ASV(AF_ISLL23(AF_IADD(n2, AF_ISET(127))));
     return AF_MUL(AF_MUL(p, s1), s2);
+#endif
 }
 
 /* R rows of scores against AF_NV vectors of keys of a packed tile. */

@@ -255,6 +255,11 @@ static const acase cases[] = {
     {2, 8, 2, 3, 200, 32, 32, true, 197, 50, 2, 1, true, F32, 0, 0, 2},
     {1, 6, 1, 1, 300, 64, 64, false, 0, 0, 1, 0, false, TM_F16, 0, 0, 0},
     {1, 6, 1, 1, 300, 64, 64, false, 0, 0, 0, 0, false, F32, 0.2, 0, 4},
+    /* many key/value heads: each thread packs the heads it runs */
+    {4, 6, 3, 40, 70, 32, 40, true, 0, 0, 0, 0, false, F32, 0, 0, 1},
+    {6, 4, 4, 50, 77, 64, 40, false, 0, 0, 1, 0, false, TM_F16, 0, 0, 0},
+    {3, 3, 3, 70, 90, 24, 24, false, 0, 0, 0, 0, true, F32, 0, 0, 0},
+    {2, 16, 16, 20, 300, 16, 16, true, 280, 0, 0, 0, false, F32, 0, 0, 1},
     /* a packed tile run split over keys */
     {1, 2, 2, 80, 500, 32, 32, true, 420, 0, 0, 0, false, F32, 0, 0, 3},
     /* empty dims and rows that see nothing */

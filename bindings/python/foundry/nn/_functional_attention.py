@@ -61,50 +61,66 @@ def _heads_to(t, hkv):
     return t.repeat_interleave(hkv // h, dim=t.ndim - 3)
 
 
+def _dims(t):
+    """t's shape as a plain tuple, read with one pair of C calls (the
+    checks below look at it many times; .shape re-reads it each time)."""
+    p = t._p
+    return tuple(ffi.unpack(lib.tm_shape(p), lib.tm_ndim(p)))
+
+
 def _check_inputs(query, key, value, enable_gqa):
+    """The checks PyTorch makes; returns the three shapes (tuples)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{_FN}: {name} must be a foundry.Tensor, not "
                             f"{type(t).__name__}")
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+    qs, ks, vs = _dims(query), _dims(key), _dims(value)
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
         raise _ShapeError(
             f"{_FN}: expected query, key, and value to all be at least 2 "
-            f"dimensional, but got query.dim: {query.ndim} key.dim: "
-            f"{key.ndim} and value.dim: {value.ndim} instead")
+            f"dimensional, but got query.dim: {len(qs)} key.dim: "
+            f"{len(ks)} and value.dim: {len(vs)} instead")
     if not (query.dtype is key.dtype is value.dtype):
         raise _DtypeError(
             f"{_FN}: expected query, key, and value to have the same dtype, "
             f"but got query.dtype: {query.dtype.name} key.dtype: "
             f"{key.dtype.name} and value.dtype: {value.dtype.name} instead")
-    if query.shape[-1] != key.shape[-1]:
+    if qs[-1] != ks[-1]:
         raise _ShapeError(
             f"{_FN}: query and key must have the same embedding size E, but "
-            f"got query {list(query.shape)} and key {list(key.shape)}")
-    if key.shape[-2] != value.shape[-2]:
+            f"got query {list(qs)} and key {list(ks)}")
+    if ks[-2] != vs[-2]:
         raise _ShapeError(
             f"{_FN}: key and value must have the same sequence length S, "
-            f"but got key {list(key.shape)} and value {list(value.shape)}")
-    if enable_gqa and min(query.ndim, key.ndim, value.ndim) < 3:
+            f"but got key {list(ks)} and value {list(vs)}")
+    if enable_gqa and min(len(qs), len(ks), len(vs)) < 3:
         raise IndexError(
             f"{_FN}: enable_gqa=True needs a heads dim (-3): query, key and "
-            f"value have {query.ndim}, {key.ndim} and {value.ndim} dims")
+            f"value have {len(qs)}, {len(ks)} and {len(vs)} dims")
+    return qs, ks, vs
 
 
-def _shapes(query, key, value, enable_gqa):
+def _shapes(query, key, value, enable_gqa, dims):
     """(q, k, v) broadcast to common leading dims, heads included unless
-    enable_gqa (then key and value keep Hkv heads, a divisor of H)."""
+    enable_gqa (then key and value keep Hkv heads, a divisor of H); dims:
+    their shapes."""
+    qs, ks, vs = dims
     if not enable_gqa:
+        if qs[:-2] == ks[:-2] == vs[:-2]:  # nothing to broadcast
+            return query, key, value
         lead = _broadcast([tuple(t.shape[:-2]) for t in (query, key, value)],
                           "batch and head dims of query, key and value")
         return tuple(_expand(t, lead + tuple(t.shape[-2:]))
                      for t in (query, key, value))
-    hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    hq, hk, hv = qs[-3], ks[-3], vs[-3]
     if hq % hk or hq % hv:
         raise _ShapeError(
             f"{_FN}: with enable_gqa=True the number of heads in key "
             f"({hk}) and value ({hv}) must divide the number of heads in "
             f"query ({hq})")
-    lead = _broadcast([tuple(t.shape[:-3]) for t in (query, key, value)],
+    if hk == hv and qs[:-3] == ks[:-3] == vs[:-3]:  # nothing to copy
+        return query, key, value
+    lead = _broadcast([qs[:-3], ks[:-3], vs[:-3]],
                       "batch dims of query, key and value")
     hkv = hk * hv // math.gcd(hk, hv)
     k, v = _heads_to(key, hkv), _heads_to(value, hkv)
@@ -169,7 +185,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     one).  `_impl` ("auto", "fused", "composed") is private, for tests and
     benchmarks: "composed" runs matmul, softmax, matmul through ordinary
     ops."""
-    _check_inputs(query, key, value, enable_gqa)
+    qs, ks, vs = _check_inputs(query, key, value, enable_gqa)
     if attn_mask is not None and is_causal:
         raise _SettingError(f"{_FN}: explicit attn_mask should not be set "
                             f"when is_causal=True")
@@ -185,12 +201,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     if window < 0:
         raise _SettingError(f"{_FN}: window must be >= 0 (0: none), not "
                             f"{window}")
-    squeeze = query.ndim == 2 and key.ndim == 2 and value.ndim == 2
+    squeeze = len(qs) == 2 and len(ks) == 2 and len(vs) == 2
     if squeeze:  # tm_sdpa wants a heads dim
         query, key, value = (t.unsqueeze(0) for t in (query, key, value))
-    q, k, v = _shapes(query, key, value, enable_gqa)
-    out_shape = tuple(q.shape[:-1]) + (k.shape[-2],)
-    mask = None if attn_mask is None else _mask(attn_mask, q, out_shape)
+        qs, ks, vs = (1,) + qs, (1,) + ks, (1,) + vs
+    q, k, v = _shapes(query, key, value, enable_gqa, (qs, ks, vs))
+    if attn_mask is None:
+        mask = None
+    else:
+        out_shape = _dims(q)[:-1] + (_dims(k)[-2],)
+        mask = _mask(attn_mask, q, out_shape)
     o = ffi.new("tm_sdpa_opts *")
     o.mask = ffi.NULL if mask is None else ptr(mask, "attn_mask")
     o.causal = bool(is_causal)
@@ -200,7 +220,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None,
     if scale is None:
         # tm_sdpa's default, 1 / sqrt(E); with E = 0 every score is 0 and
         # any finite scale gives PyTorch's uniform weights
-        o.scale = 0.0 if q.shape[-1] else 1.0
+        o.scale = 0.0 if qs[-1] else 1.0
     elif float(scale) == 0.0:
         # tm_sdpa reads 0 as the default: scores of q * 0 are the zeros
         # PyTorch's scale=0 gives (and q's gradient is 0, as there)
