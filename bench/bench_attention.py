@@ -11,7 +11,9 @@ count, same run.
 Shapes (B, H, Hkv, Tq, Tk, D): causal 1x8x2048x64; non-causal 8x8x256x64;
 causal grouped-query 1x32 (8 key/value heads) x1024x128, torch with
 enable_gqa=True; decode, one query over 4096 keys, 1x8x64 (forward only,
-no mask: the query is the newest token and sees the whole cache).  "fwd"
+no mask: the query is the newest token and sees the whole cache); and two
+with fewer heads than threads: decode of one head over 32768 keys and a
+causal 1x1x4096x64.  "fwd"
 is one attention call; "fwd+bwd" adds y.backward(g) for a fixed g, q, k
 and v requiring grad.  After one warm-up call each, the four callables
 are timed in alternating windows (--rounds windows each, --seconds in all
@@ -40,6 +42,10 @@ CASES = [
     ("8x8x256x64", 8, 8, 8, 256, 256, 64, False, True),
     ("gqa causal 1x32/8x1024x128", 1, 32, 8, 1024, 1024, 128, True, True),
     ("decode 1x8 1/4096 x64", 1, 8, 8, 1, 4096, 64, False, False),
+    # fewer heads than threads: where splitting keys (decode) and key /
+    # query tiles (backward) matter, beyond the four shapes
+    ("decode 1x1 1/32768 x64", 1, 1, 1, 1, 32768, 64, False, False),
+    ("causal 1x1x4096x64", 1, 1, 1, 4096, 4096, 64, True, True),
 ]
 # Foundry's three ways and PyTorch's, in the order they are timed
 IMPLS = ("foundry", "fused", "composed", "torch")
