@@ -13,15 +13,14 @@ causal grouped-query 1x32 (8 key/value heads) x1024x128, torch with
 enable_gqa=True; decode, one query over 4096 keys, 1x8x64 (forward only,
 no mask: the query is the newest token and sees the whole cache); and two
 with fewer heads than threads: decode of one head over 32768 keys and a
-causal 1x1x4096x64.  "fwd"
-is one attention call; "fwd+bwd" adds y.backward(g) for a fixed g, q, k
-and v requiring grad.  After one warm-up call each, the four callables
-are timed in alternating windows (--rounds windows each, --seconds in all
-per callable and pass, at least one call a window); each one's median
-window counts (the machine is shared: alternating keeps a slow spell from
-landing on one side only).  Foundry's thread pool sleeps on a condition
-variable between calls, so timing both libraries in one process does not
-steal cores from PyTorch's OpenMP team.
+causal 1x1x4096x64.  "fwd" is one attention call; "fwd+bwd" adds
+y.backward(g) for a fixed g, q, k and v requiring grad.  After one warm-up
+call each, the four callables are timed in alternating windows (--rounds
+windows each, --seconds in all per callable and pass, at least one call a
+window), with a pause before each window so that the previous one's
+spinning thread pool (PyTorch's OpenMP team or Foundry's) has gone to
+sleep; each one's median window counts (the machine is shared:
+alternating keeps a slow spell from landing on one side only).
 ratio = PyTorch ms / Foundry ms (> 1: Foundry is faster);
 fused_vs_composed = composed ms / fused ms (>= 1: the fused kernel is not
 slower).  --quick divides every sequence length by 8 and runs one short
@@ -50,6 +49,7 @@ CASES = [
 # Foundry's three ways and PyTorch's, in the order they are timed
 IMPLS = ("foundry", "fused", "composed", "torch")
 TARGETS = {"fwd": 1.2, "fwd+bwd": 1.5, "decode": 2.0}
+GAP_S = 0.2
 
 
 def _inputs(lib, case, grad):
@@ -114,6 +114,11 @@ def median_times(calls, seconds, rounds):
     times = {id(c): [] for c in live}
     for _ in range(rounds):
         for call in live:
+            # a pause before each window: the previous window's thread
+            # pool (PyTorch's OpenMP team, Foundry's) may still be spinning
+            # and would slow this one (measured: Foundry's window right
+            # after PyTorch's ran 4% slower without it)
+            time.sleep(GAP_S)
             times[id(call)].append(window(call, seconds / rounds))
     return [None if c is None else statistics.median(times[id(c)])
             for c in calls]
