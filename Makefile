@@ -180,7 +180,9 @@ $(B)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
 
-bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused
+bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
+       $(B)/bench/bench_attn_fwd $(B)/bench/bench_attn_fwd_tile \
+       $(B)/bench/bench_attn_bwd
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 	$(B)/bench/bench_fused

@@ -1,13 +1,13 @@
-/* attention_kernel_fwd.c — times the CPU attention forward kernel
+/* bench_attn_fwd.c — times the CPU attention forward kernel
  * (tm__attn_fwd_f32, the tiled path of the backend's `attention` entry) on
  * the issue's shapes, called directly on buffers: no front end, no
  * autograd.  Prints the min and median of 11 runs after a warm-up, in ms (the
  * min is the figure least disturbed by other work on the machine), and
  * the least process CPU time of a run (all threads, their spinning too).
- *   make build/native-cc/bench/attention_kernel_fwd
- *   build/native-cc/bench/attention_kernel_fwd [threads] [splits] [shape]
+ *   make build/native-cc/bench/bench_attn_fwd
+ *   build/native-cc/bench/bench_attn_fwd [threads] [splits] [shape]
  * (shape 1..5: one of them alone).
- * bench/attention_kernel_fwd.py runs PyTorch's SDPA on the same shapes. */
+ * bench/bench_attn_fwd_torch.py runs PyTorch's SDPA on the same shapes. */
 #include "../cpu/attention/attn_impl.h"
 
 #include <stdio.h>

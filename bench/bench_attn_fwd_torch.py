@@ -7,7 +7,7 @@ library's threads are warm in its own block, and neither's pool is still
 spinning from the other's runs after a block's first run.  Per shape: the
 least wall time of the 20 runs of each (the figure least disturbed by
 other work) and the ratio.
-    .venv/bin/python bench/attention_kernel_fwd.py [threads]
+    .venv/bin/python bench/bench_attn_fwd_torch.py [threads]
 (make first: it loads lib/libfoundry.so.)"""
 import ctypes
 import math

@@ -1,12 +1,12 @@
 /*
- * attention_fwd_tile.c — the tiled attention forward's micro-kernels
+ * bench_attn_fwd_tile.c — the tiled attention forward's micro-kernels
  * (cpu/attention/attn_fwd.h) alone, on one hot AF_BQ x AF_KT tile, D = 64:
  * the score product, the value product, and the whole step (scores, row
  * max, exp, P.V) as the driver runs it.  Shows how close a full call
- * (build/native-cc/bench/attention_kernel_fwd) is to what the kernels can
+ * (build/native-cc/bench/bench_attn_fwd) is to what the kernels can
  * do with every operand in cache.
- *   make build/native-cc/bench/attention_fwd_tile
- *   build/native-cc/bench/attention_fwd_tile
+ *   make build/native-cc/bench/bench_attn_fwd_tile
+ *   build/native-cc/bench/bench_attn_fwd_tile
  * Single thread, process CPU time, best of 5 blocks.
  */
 #include "../cpu/attention/attn_fwd.h"
