@@ -174,10 +174,10 @@ static void tile(const bwd_job *J, tile_ws *w, const qtile *qx,
             band.lo[r] = lo, band.hi[r] = hi;
         }
     }
-    /* the row values of the fused epilogues, 0 past the tile's rows */
-    float rv[TM__ABWD_BQ + 16];
     bool fuse = J->avx512 && full && !J->mask && n == ld;
 #if defined(__x86_64__)
+    /* the row values of the fused epilogues, 0 past the tile's rows */
+    float rv[TM__ABWD_BQ + 16];
     if (fuse) { /* "- lse" in the GEMM's stores, one exp over the tile */
         for (int64_t r = 0; r < J->bqm; r++)
             rv[r] = r < m ? J->lse[row0 + r] : 0.0f;
