@@ -10,7 +10,6 @@
  * Single thread, process CPU time, best of 5 blocks.
  */
 #include "../cpu/attention/attn_fwd.h"
-#include "../cpu/cpu_features.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,24 +22,10 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static const tm__attn_fwd_kernels *kernels_now(void)
-{
-    switch (tm__cpu_isa()) {
-#if defined(__x86_64__)
-    case TM__ISA_AVX512: return &tm__attn_fwd_avx512;
-    case TM__ISA_AVX2: return &tm__attn_fwd_avx2;
-#endif
-#if defined(__aarch64__)
-    case TM__ISA_NEON: return &tm__attn_fwd_neon;
-#endif
-    default: return &tm__attn_fwd_portable;
-    }
-}
-
 int main(void)
 {
     enum { NR = AF_BQ, D = 64, REPS = 20000 };
-    const tm__attn_fwd_kernels *k = kernels_now();
+    const tm__attn_fwd_kernels *k = tm__attn_fwd_kernels_now();
     float *q = malloc(sizeof(float) * NR * D);
     float *kt = malloc(sizeof(float) * D * AF_KT);
     float *s = malloc(sizeof(float) * NR * AF_KT);

@@ -417,7 +417,7 @@ static void work_part(int part, int nparts, void *ctx)
     }
 }
 
-static const tm__attn_fwd_kernels *kernels_now(void)
+const tm__attn_fwd_kernels *tm__attn_fwd_kernels_now(void)
 {
     switch (tm__cpu_isa()) {
 #if defined(__x86_64__)
@@ -455,7 +455,7 @@ tm_status tm__attn_fwd_f32(const tm_buf *out, const tm_buf *lse,
 {
     tm_status st = TM_OK;
     af_job J = {.out = out, .lse = lse, .q = q, .k = k, .v = v,
-                .mask = mask, .p = p, .kr = kernels_now(),
+                .mask = mask, .p = p, .kr = tm__attn_fwd_kernels_now(),
                 .ge = tm__attn_geom_of(q, k, v)};
     const tm__attn_geom *ge = &J.ge;
     int64_t rows = ge->b * ge->h * ge->tq;

@@ -52,4 +52,7 @@ extern const tm__attn_fwd_kernels tm__attn_fwd_avx2, tm__attn_fwd_avx512;
 extern const tm__attn_fwd_kernels tm__attn_fwd_neon;
 #endif
 
+/* The family tm__cpu_isa() selects (attn_fwd.c). */
+const tm__attn_fwd_kernels *tm__attn_fwd_kernels_now(void);
+
 #endif

@@ -109,6 +109,18 @@ static dwk *dw_setup(const int64_t src[3], const int64_t out[3],
     return k;
 }
 
+/* dw_setup for the convolution's own geometry: x to y (the forward and the
+ * weight gradient, and dx of a strided convolution). */
+static dwk *dw_setup_of(const tm_conv_geom *q, const char *fn)
+{
+    return dw_setup((int64_t[]){q->d, q->h, q->w},
+                    (int64_t[]){q->od, q->oh, q->ow},
+                    (int64_t[]){q->pd, q->ph, q->pw},
+                    (int64_t[]){q->sd, q->sh, q->sw},
+                    (int64_t[]){q->dd, q->dh, q->dw},
+                    (int64_t[]){q->kd, q->kh, q->kw}, fn);
+}
+
 /* fr = the padded frame of the source plane s: zero where the frame lies
  * outside s, each row split into its SW phases.  The zeros are the same
  * for every plane of a convolution, so a frame already holding another
@@ -361,12 +373,7 @@ tm_status tm__conv_dw_forward(const tm_conv_geom *q, float *y,
                               const float *bias)
 {
     const char *fn = "conv";
-    dwk *k = dw_setup((int64_t[]){q->d, q->h, q->w},
-                      (int64_t[]){q->od, q->oh, q->ow},
-                      (int64_t[]){q->pd, q->ph, q->pw},
-                      (int64_t[]){q->sd, q->sh, q->sw},
-                      (int64_t[]){q->dd, q->dh, q->dw},
-                      (int64_t[]){q->kd, q->kh, q->kw}, fn);
+    dwk *k = dw_setup_of(q, fn);
     if (!k) return tm_last_status();
     dw_job j = {.k = k, .mode = DW_FWD, .planes = q->n * q->c, .C = q->c,
                 .M = q->oc / q->c, .src = x, .dst = y, .w = w, .bias = bias,
@@ -397,12 +404,7 @@ static tm_status dw_data_grad(const tm_conv_geom *q, float *dx,
                      (int64_t[]){1, 1, 1}, (int64_t[]){q->dd, q->dh, q->dw},
                      (int64_t[]){q->kd, q->kh, q->kw}, fn);
     else
-        k = dw_setup((int64_t[]){q->d, q->h, q->w},
-                     (int64_t[]){q->od, q->oh, q->ow},
-                     (int64_t[]){q->pd, q->ph, q->pw},
-                     (int64_t[]){q->sd, q->sh, q->sw},
-                     (int64_t[]){q->dd, q->dh, q->dw},
-                     (int64_t[]){q->kd, q->kh, q->kw}, fn);
+        k = dw_setup_of(q, fn);
     if (!k) return tm_last_status();
     if (unit) {
         if (!(wf = tm__alloc((size_t)(q->oc * kvol) * sizeof(float), fn))) {
@@ -595,12 +597,7 @@ static tm_status dw_weight_grad(const tm_conv_geom *q, float *dw, float *db,
                                 const float *g, const float *x)
 {
     const char *fn = "conv_backward";
-    dwk *k = dw_setup((int64_t[]){q->d, q->h, q->w},
-                      (int64_t[]){q->od, q->oh, q->ow},
-                      (int64_t[]){q->pd, q->ph, q->pw},
-                      (int64_t[]){q->sd, q->sh, q->sw},
-                      (int64_t[]){q->dd, q->dh, q->dw},
-                      (int64_t[]){q->kd, q->kh, q->kw}, fn);
+    dwk *k = dw_setup_of(q, fn);
     if (!k) return tm_last_status();
     tm_status st = TM_OK;
     dw_wjob j = {.k = k, .n = q->n, .C = q->c, .M = q->oc / q->c, .g = g,
