@@ -211,6 +211,25 @@ TEST(rope_tables_grow_and_match_a_fresh_rope)
     tm_rope_free(b);
 }
 
+/* Element [row, 1] of the F64 cos table tm_rope_tables gives for `len`
+ * positions from `offset` (NaN, with a failure, when it cannot). */
+static double cos_at(tm_rope *r, int64_t offset, int64_t len, int64_t row)
+{
+    tm_tensor *cs = NULL, *sn = NULL;
+    double x = NAN;
+    if (tm_rope_tables(r, offset, NULL, len, TM_F64, TM_CPU, &cs, &sn)) {
+        tt_fail(__FILE__, __LINE__, "tm_rope_tables(%lld, %lld) failed",
+                (long long)offset, (long long)len);
+        return x;
+    }
+    double *v = tt_values(cs);
+    if (v) x = v[row * tm_shape(cs)[tm_ndim(cs) - 1] + 1];
+    free(v);
+    tm_free(cs);
+    tm_free(sn);
+    return x;
+}
+
 /* Hugging Face's dynamic update: frequencies for the longest length seen
  * beyond orig, back to orig's for a sequence shorter than orig. */
 TEST(rope_dynamic_ntk_recomputes_with_the_length)
@@ -221,40 +240,16 @@ TEST(rope_dynamic_ntk_recomputes_with_the_length)
     c.original_max_positions = 16;
     tm_rope *r = tm_rope_new(&c);
     REQUIRE(r);
-    tm_tensor *cs, *sn;
     double base40 = 10000.0 * pow(2.0 * 40 / 16 - 1, 8.0 / 6.0);
-    /* length 10 <= orig: the unscaled base */
-    REQUIRE(!tm_rope_tables(r, 5, NULL, 5, TM_F64, TM_CPU, &cs, &sn));
-    double *v = tt_values(cs);
-    REQUIRE(v);
-    CHECK_NEAR(v[4 * 4 + 1], cos(9.0 * pow(10000.0, -0.25)), 1e-15);
-    free(v);
-    tm_free(cs);
-    tm_free(sn);
+    double f1 = pow(10000.0, -0.25), f40 = pow(base40, -0.25);
+    /* length 10 <= orig: the unscaled base (row 4 is position 9) */
+    CHECK_NEAR(cos_at(r, 5, 5, 4), cos(9.0 * f1), 1e-15);
     /* length 40: the base for 40, for every position */
-    REQUIRE(!tm_rope_tables(r, 0, NULL, 40, TM_F64, TM_CPU, &cs, &sn));
-    v = tt_values(cs);
-    REQUIRE(v);
-    CHECK_NEAR(v[9 * 4 + 1], cos(9.0 * pow(base40, -0.25)), 1e-15);
-    free(v);
-    tm_free(cs);
-    tm_free(sn);
+    CHECK_NEAR(cos_at(r, 0, 40, 9), cos(9.0 * f40), 1e-15);
     /* length 20, after 40: still 40's (it only grows above orig) */
-    REQUIRE(!tm_rope_tables(r, 0, NULL, 20, TM_F64, TM_CPU, &cs, &sn));
-    v = tt_values(cs);
-    REQUIRE(v);
-    CHECK_NEAR(v[9 * 4 + 1], cos(9.0 * pow(base40, -0.25)), 1e-15);
-    free(v);
-    tm_free(cs);
-    tm_free(sn);
+    CHECK_NEAR(cos_at(r, 0, 20, 9), cos(9.0 * f40), 1e-15);
     /* length 10 < orig: reset to the original frequencies */
-    REQUIRE(!tm_rope_tables(r, 0, NULL, 10, TM_F64, TM_CPU, &cs, &sn));
-    v = tt_values(cs);
-    REQUIRE(v);
-    CHECK_NEAR(v[9 * 4 + 1], cos(9.0 * pow(10000.0, -0.25)), 1e-15);
-    free(v);
-    tm_free(cs);
-    tm_free(sn);
+    CHECK_NEAR(cos_at(r, 0, 10, 9), cos(9.0 * f1), 1e-15);
     tm_rope_free(r);
 }
 
