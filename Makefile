@@ -77,8 +77,18 @@ EXAMPLES := $(patsubst examples/c/%.c,$(B)/examples/%,$(wildcard examples/c/*.c)
 STATIC := $(LIBDIR)/libfoundry.a
 SHARED := $(LIBDIR)/libfoundry.so
 
+# The `foundry` command-line program (tools/foundry/), linked against the
+# static library; not part of it.  The plain native build puts it in bin/.
+TOOL_SRC := $(wildcard tools/foundry/*.c)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/obj/%.o)
+ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+  FOUNDRY_BIN := bin/foundry
+else
+  FOUNDRY_BIN := $(B)/bin/foundry
+endif
+
 .PHONY: all test test-c test-python python demo examples bench refdata difftest clean .deps-aarch64
-all: $(STATIC) $(SHARED)
+all: $(STATIC) $(SHARED) $(FOUNDRY_BIN)
 
 # SIMD kernel files are compiled for their instruction set; the library
 # picks one at run time (cpu/cpu_features.c), so the rest of the code
@@ -102,6 +112,10 @@ $(STATIC): $(LIB_OBJ)
 $(SHARED): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDSAN) -o $@ $^ $(LDLIBS)
+
+$(FOUNDRY_BIN): $(TOOL_OBJ) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDSAN) -o $@ $(TOOL_OBJ) $(STATIC) $(LDLIBS)
 
 $(B)/tests/run_tests: $(TEST_OBJ) $(STATIC)
 	@mkdir -p $(dir $@)
@@ -135,7 +149,7 @@ test: test-c
 endif
 
 # examples are built too, so they cannot rot; then the tests run
-test-c: $(B)/tests/run_tests $(B)/tests/run_backend $(EXAMPLES)
+test-c: $(B)/tests/run_tests $(B)/tests/run_backend $(EXAMPLES) $(FOUNDRY_BIN)
 	$(SANENV) $(RUN) $(B)/tests/run_tests $(T)
 	$(SANENV) $(RUN) $(B)/tests/run_backend $(T)
 
@@ -166,7 +180,7 @@ $(PYSTAMP): $(VENV)/bin/python $(STATIC) include/foundry.h \
 	    --no-build-isolation -e bindings/python
 	touch $@
 
-test-python: python $(B)/tests/libfoundry_testdev.so
+test-python: python $(B)/tests/libfoundry_testdev.so $(FOUNDRY_BIN)
 	FOUNDRY_TEST_DEVICE_SO=$(B)/tests/libfoundry_testdev.so \
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
@@ -248,6 +262,6 @@ fuzz-corpus-run: $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 	done
 
 clean:
-	rm -rf build lib
+	rm -rf build lib bin
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BACKEND_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BACKEND_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)

@@ -1,0 +1,89 @@
+/*
+ * cli.h — the pieces the `foundry` program's subcommands share: a small
+ * typed flag parser, the error conventions, and the subcommand entry points.
+ *
+ * Exit statuses: 0 success, 1 a runtime failure (the library's
+ * tm_last_error() message, one line), 2 a usage error (unknown flag, bad
+ * flag value, missing argument), always one line on stderr that starts with
+ * "foundry SUB: ".
+ */
+#ifndef FOUNDRY_TOOLS_CLI_H
+#define FOUNDRY_TOOLS_CLI_H
+
+#include <foundry.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CLI_OK 0
+#define CLI_RUNTIME 1
+#define CLI_USAGE 2
+
+typedef enum cli_kind {
+    CLI_INT = 0,    /* int64_t, checked against [lo, hi] */
+    CLI_DOUBLE = 1, /* double, finite, checked against [lo, hi] */
+    CLI_STR = 2,    /* const char * (points into argv) */
+    CLI_BOOL = 3,   /* bool; the flag takes no value and sets true */
+    CLI_STRS = 4    /* cli_strs: one or more values, up to the next flag */
+} cli_kind;
+
+typedef struct cli_strs {
+    const char **v; /* malloc'd array of pointers into argv; cli_strs_free */
+    int n;
+} cli_strs;
+
+typedef struct cli_flag {
+    const char *name; /* "--lr" */
+    cli_kind kind;
+    void *dst;
+    double lo, hi;    /* CLI_INT / CLI_DOUBLE range (inclusive) */
+    const char *meta; /* value placeholder in --help: "N", "PATH" */
+    const char *help;
+    bool seen;        /* set by cli_parse when given on the command line */
+} cli_flag;
+
+typedef struct cli_cmd {
+    const char *name;     /* "train", "tokenize encode" */
+    const char *usage;    /* the line after "usage: foundry " */
+    const char *summary;  /* one paragraph printed under the usage */
+    cli_flag *flags;
+    int n_flags;
+    int min_pos, max_pos; /* positional arguments allowed */
+} cli_cmd;
+
+/* Parses argv[0..argc) (the arguments after the subcommand name) into the
+ * flags' destinations and collects positionals (malloc'd array into argv,
+ * free() it) in *pos / *n_pos.  Returns CLI_OK, CLI_USAGE after printing
+ * the one-line error, or -1 after printing the help for --help / -h (the
+ * caller then exits 0). */
+int cli_parse(cli_cmd *cmd, int argc, char **argv, const char ***pos, int *n_pos);
+void cli_help(const cli_cmd *cmd, FILE *out);
+void cli_strs_free(cli_strs *s);
+const cli_flag *cli_find(const cli_cmd *cmd, const char *name);
+
+/* "foundry SUB: message" on stderr; return the status given. */
+int cli_usage_error(const char *sub, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int cli_error(const char *sub, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The library's last error as one line: "foundry SUB: <tm_last_error()>". */
+int cli_lib_error(const char *sub);
+
+/* Reads a whole file (NUL-terminated, *len without it); NULL with a
+ * TM_EIO error set naming the path.  free(). */
+char *cli_read_file(const char *path, size_t *len);
+/* Creates dir (one level; an existing directory is fine). TM_EIO on failure. */
+tm_status cli_mkdir(const char *dir);
+/* dir + "/" + name, malloc'd; NULL on overflow/ENOMEM (error set). */
+char *cli_path(const char *dir, const char *name);
+/* Parses a decimal integer in [lo, hi]; false when it is not one. */
+bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+
+int cmd_train(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+
+#endif
