@@ -122,6 +122,7 @@ static tm_status vocab_rehash(tm__bpe_vocab *v, uint64_t nslots)
     int32_t *s = tm__calloc((size_t)nslots * sizeof *s, "tm_bpe_trainer");
     if (!s) return TM_ENOMEM;
     for (int32_t i = 0; i < v->ntok; i++) {
+        if (v->hidden[i]) continue;
         uint64_t h = hash_bytes(v->bytes + v->off[i], v->len[i]) &
                      (nslots - 1);
         while (s[h]) h = (h + 1) & (nslots - 1);
@@ -147,13 +148,13 @@ int32_t tm__bpe_vocab_find(const tm__bpe_vocab *v, const unsigned char *p,
 }
 
 int64_t tm__bpe_vocab_add(tm__bpe_vocab *v, const unsigned char *p,
-                          size_t len)
+                          size_t len, bool findable)
 {
     const char *fn = "tm_bpe_trainer";
     if (len >= UINT32_MAX || v->ntok >= INT32_MAX - 1)
         return tm__errf(TM_EOVERFLOW, fn, "token of %zu bytes or vocabulary"
                         " of %d tokens is too large", len, (int)v->ntok);
-    if (tm__bpe_vocab_find(v, p, len) >= 0)
+    if (findable && tm__bpe_vocab_find(v, p, len) >= 0)
         return tm__errf(TM_EINVAL, fn, "token '%.*s' is already in the "
                         "vocabulary", (int)(len > 64 ? 64 : len),
                         (const char *)p);
@@ -161,11 +162,13 @@ int64_t tm__bpe_vocab_add(tm__bpe_vocab *v, const unsigned char *p,
         tm_status st = vocab_rehash(v, v->nslots ? v->nslots * 2 : 1024);
         if (st) return st;
     }
-    uint64_t cap = (uint64_t)v->captok, cap2 = cap;
+    uint64_t cap = (uint64_t)v->captok, cap2 = cap, cap3 = cap;
     tm_status st = grow((void **)&v->off, &cap, (uint64_t)v->ntok + 1,
                         sizeof *v->off, fn);
     if (!st) st = grow((void **)&v->len, &cap2, (uint64_t)v->ntok + 1,
                        sizeof *v->len, fn);
+    if (!st) st = grow((void **)&v->hidden, &cap3, (uint64_t)v->ntok + 1,
+                       sizeof *v->hidden, fn);
     if (st) return st;
     v->captok = (int32_t)(cap < INT32_MAX ? cap : INT32_MAX);
     st = grow((void **)&v->bytes, &v->capbytes, v->nbytes + len + 1, 1, fn);
@@ -173,11 +176,14 @@ int64_t tm__bpe_vocab_add(tm__bpe_vocab *v, const unsigned char *p,
     if (len) memcpy(v->bytes + v->nbytes, p, len);
     v->off[v->ntok] = v->nbytes;
     v->len[v->ntok] = (uint32_t)len;
+    v->hidden[v->ntok] = !findable;
     v->nbytes += len;
     int32_t id = v->ntok++;
-    uint64_t h = hash_bytes(p, len) & (v->nslots - 1);
-    while (v->slots[h]) h = (h + 1) & (v->nslots - 1);
-    v->slots[h] = id + 1;
+    if (findable) {
+        uint64_t h = hash_bytes(p, len) & (v->nslots - 1);
+        while (v->slots[h]) h = (h + 1) & (v->nslots - 1);
+        v->slots[h] = id + 1;
+    }
     return id;
 }
 
@@ -187,6 +193,7 @@ void tm__bpe_vocab_free(tm__bpe_vocab *v)
     tm__dealloc(v->bytes);
     tm__dealloc(v->off);
     tm__dealloc(v->len);
+    tm__dealloc(v->hidden);
     tm__dealloc(v->slots);
     memset(v, 0, sizeof *v);
 }
@@ -490,7 +497,7 @@ tm_status tm__bpe_run(const tm__bpe_words *ws, tm__bpe_vocab *v,
         memcpy(cat, v->bytes + v->off[a], la);
         memcpy(cat + la, v->bytes + v->off[b], lb);
         int64_t id = tm__bpe_vocab_find(v, cat, la + lb);
-        if (id < 0 && (id = tm__bpe_vocab_add(v, cat, la + lb)) < 0) {
+        if (id < 0 && (id = tm__bpe_vocab_add(v, cat, la + lb, true)) < 0) {
             st = (tm_status)id;
             goto fail;
         }

@@ -51,15 +51,18 @@ typedef struct tm__bpe_vocab {
     uint64_t nbytes, capbytes;
     uint64_t *off;
     uint32_t *len;
+    bool *hidden;       /* not findable */
     int32_t ntok, captok;
     int32_t *slots;     /* bytes -> id + 1 */
     uint64_t nslots;
 } tm__bpe_vocab;
 
 /* Appends a token with bytes p[len] and returns its id, or a negative
- * status.  A string already present is refused (TM_EINVAL). */
+ * status.  A findable string already present is refused (TM_EINVAL).  A
+ * token that is not findable is never the result of tm__bpe_vocab_find
+ * (a special token that no merge can produce). */
 int64_t tm__bpe_vocab_add(tm__bpe_vocab *v, const unsigned char *p,
-                          size_t len);
+                          size_t len, bool findable);
 /* Id of p[len], or -1. */
 int32_t tm__bpe_vocab_find(const tm__bpe_vocab *v, const unsigned char *p,
                            size_t len);

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include "../../io/bpe_train_impl.h"
+#include "../../tensor/runtime/runtime_impl.h"
 
 /* A vocabulary of the 256 bytes with id == byte value. */
 static bool plain_vocab(tm__bpe_vocab *v, int32_t byte_id[256])
@@ -10,7 +11,7 @@ static bool plain_vocab(tm__bpe_vocab *v, int32_t byte_id[256])
     memset(v, 0, sizeof *v);
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
-        if (tm__bpe_vocab_add(v, &c, 1) != b) return false;
+        if (tm__bpe_vocab_add(v, &c, 1, true) != b) return false;
         byte_id[b] = b;
     }
     return true;
