@@ -96,4 +96,54 @@ char *tm_tokenizer_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, 
 
 /* ---- training ---- */
 
+/* Byte-level BPE training, as Hugging Face tokenizers' BpeTrainer with a
+ * ByteLevel pre-tokenizer and ByteLevel.alphabet() as initial alphabet:
+ * ids 0.. are the special tokens in the order given, then the 256 byte
+ * tokens (in the order of their byte-level characters' code points, as HF
+ * sorts them), then one token per merge.  Merges are chosen by the highest
+ * count of a pair of adjacent tokens within the pre-token pieces (weighted
+ * by how often each piece occurs), ties by the smaller (left id, right id),
+ * so the same corpus and settings give HF's merges in HF's order.  Special
+ * tokens in the training text are not treated specially (HF adds them to
+ * the tokenizer only after training). */
+typedef enum tm_pretok_kind {
+    TM_PRETOK_GPT2 = 0,   /* ByteLevel(use_regex) with GPT-2's pattern */
+    TM_PRETOK_LLAMA3 = 1  /* Split(Llama-3's pattern, Isolated), ByteLevel */
+} tm_pretok_kind;
+
+typedef struct tm_bpe_train_opts {
+    int64_t vocab_size;     /* final size incl. 256 byte tokens and specials */
+    int64_t min_frequency;  /* pairs rarer than this are not merged; default 2 */
+    const char *const *special_tokens; /* n_special UTF-8 strings, copied */
+    int n_special;
+    tm_pretok_kind pretok;  /* default TM_PRETOK_GPT2 */
+    bool split_digits;      /* Digits(individual_digits=true) before the byte-level split */
+    tm_progress *progress;  /* borrowed, may be NULL: finish advances it by one per merge
+                             * (create it with total = vocab_size - 256 - n_special) */
+} tm_bpe_train_opts;
+/* Defaults: min_frequency 2, no specials, GPT-2 pattern, no digit split. */
+tm_bpe_train_opts tm_bpe_train_defaults(int64_t vocab_size);
+
+typedef struct tm_bpe_trainer tm_bpe_trainer;
+/* A trainer (release with tm_bpe_trainer_free).  TM_EINVAL, naming the
+ * field, when vocab_size < 256 + n_special, min_frequency < 0, the pretok
+ * kind is unknown, or a special token is NULL, empty, not valid UTF-8,
+ * repeated, or the byte-level form of a single byte ("!" is byte 0x21's
+ * token already). */
+tm_bpe_trainer *tm_bpe_trainer_new(const tm_bpe_train_opts *o);
+/* Counts the pre-token pieces of one document text[len] (any bytes; feed
+ * documents one at a time, no need to hold the corpus in memory). */
+tm_status tm_bpe_trainer_feed(tm_bpe_trainer *tr, const char *text, size_t len);
+/* The tokenizer of the merges learned from everything fed so far (fewer
+ * tokens than vocab_size when the corpus runs out of pairs of count >=
+ * min_frequency; an empty corpus gives the specials and the 256 bytes).
+ * A new tokenizer (tm_tokenizer_free); the trainer stays valid, so more
+ * documents may be fed and finish called again.  Not thread-safe on one
+ * trainer. */
+tm_tokenizer *tm_bpe_trainer_finish(tm_bpe_trainer *tr);
+void tm_bpe_trainer_free(tm_bpe_trainer *tr);  /* NULL is a no-op */
+/* Number of documents fed and their total bytes. */
+int64_t tm_bpe_trainer_docs(const tm_bpe_trainer *tr);
+int64_t tm_bpe_trainer_bytes(const tm_bpe_trainer *tr);
+
 #endif
