@@ -24,5 +24,6 @@
 #include "foundry/io.h"
 #include "foundry/backend.h"
 #include "foundry/attention.h"
+#include "foundry/models.h"
 
 #endif
