@@ -34,6 +34,12 @@ CALLBACKS = """
 extern "Python" void _foundry_release(void *data, void *user);
 """
 
+# The C library's free(), which releases strings and arrays the library
+# returns to its caller (tm_gpt_config_to_json, ...).
+LIBC = """
+void free(void *ptr);
+"""
+
 
 def _cc():
     return os.environ.get("CC", "cc")
@@ -72,10 +78,10 @@ def build_library():
 
 def make_ffi():
     ffi = FFI()
-    ffi.cdef(public_declarations() + CONSTANTS + CALLBACKS)
+    ffi.cdef(public_declarations() + CONSTANTS + CALLBACKS + LIBC)
     ffi.set_source(
         "foundry._foundry_cffi",
-        "#include <foundry.h>\n",
+        "#include <stdlib.h>\n#include <foundry.h>\n",
         include_dirs=[str(INCLUDE)],
         extra_objects=[str(STATIC)],
         libraries=["m", "pthread"],

@@ -1,0 +1,37 @@
+/*
+ * gpt_impl.h — the transformer's internals shared by nn/gpt*.c and
+ * nn/eval.c.  Internal; never installed.
+ */
+#ifndef FOUNDRY_NN_GPT_IMPL_H
+#define FOUNDRY_NN_GPT_IMPL_H
+
+#include "foundry/models.h"
+
+/* One block's parameters; NULL where the config has none. */
+typedef struct tm__gpt_layer {
+    tm_tensor *ln1_w, *ln1_b;
+    tm_tensor *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b;
+    tm_tensor *ln2_w, *ln2_b;
+    tm_tensor *gate_w, *gate_b, *up_w, *up_b, *down_w, *down_b;
+} tm__gpt_layer;
+
+struct tm_gpt {
+    tm_gpt_config cfg;  /* head_dim and rope.head_dim resolved */
+    int64_t hd;
+    tm_params *params;  /* holds a reference to every tensor below */
+    tm_tensor *wte;     /* [V, D] */
+    tm_tensor *wpe;     /* [ctx, D] or NULL */
+    tm__gpt_layer *layers;
+    tm_tensor *lnf_w, *lnf_b;
+    tm_tensor *head;    /* [V, D]: lm_head, or wte when tied */
+    tm_rope *rope;      /* RoPE only */
+    bool training;
+    tm_rng rng;         /* dropout */
+};
+
+/* The model's parameters allocated (uninitialised when rng is NULL and
+ * init is false) in the documented order.  NULL with an error. */
+tm_gpt *tm__gpt_create(const tm_gpt_config *c, bool init, tm_rng *rng,
+                       const char *fn);
+
+#endif
