@@ -196,7 +196,100 @@ tm_status tm_gpt_save(const tm_gpt *m, const char *dir);
  * Returns a new model; release with tm_gpt_free. */
 tm_gpt *tm_gpt_load(const char *dir);
 
-/* ---- generation ---- */
+/* ------------------------------------------------------------ sampling
+ *
+ * A sampler turns one row of logits into one token id.  It applies, in
+ * Hugging Face generate()'s order: the repetition penalty (every distinct
+ * id of the history: a logit l < 0 becomes l * p, else l / p), then, unless
+ * greedy, the temperature (l / t), top_k (keeps every logit >= the k-th
+ * largest: ties at the k-th value are all kept), top_p (nucleus: sorts the
+ * logits ascending, ties by id, and drops the prefix whose cumulative
+ * probability is <= 1 - top_p, always keeping the most likely token) and
+ * min_p (drops tokens with p < min_p * p_max), then draws from the softmax
+ * of what is left with its own Philox generator (tm_rng_new(seed)), one
+ * 64-bit draw per sample, by the inverse CDF over ids in increasing order.
+ * Greedy (temperature 0) is the argmax after the repetition penalty; ties
+ * go to the lowest id.  Arithmetic is in double.  Logits may hold -inf
+ * (masked ids); NaN or +inf, or no finite logit at all, is TM_EINVAL.
+ * A sampler is not thread-safe: one thread at a time. */
+typedef struct tm_sample_opts {
+    double temperature;         /* 1.0; 0 means greedy (argmax, ties -> lowest id); >= 0, finite */
+    int64_t top_k;              /* 0: off; >= 0 */
+    double top_p;               /* 1.0: off; in (0, 1] (nucleus, HF TopPLogitsWarper semantics, keeps >= 1 token) */
+    double min_p;               /* 0: off; in [0, 1] (keep tokens with p >= min_p * p_max) */
+    double repetition_penalty;  /* 1.0: off; > 0, finite; HF/CTRL rule over every token in prompt + generated so far */
+    uint64_t seed;              /* 0 */
+} tm_sample_opts;
+tm_sample_opts tm_sample_defaults(void);
+/* Order as HF's generate: repetition penalty, temperature, top_k, top_p, min_p, then draw with the seeded generator. */
+typedef struct tm_sampler tm_sampler;
+/* A sampler for the options (copied; NULL: the defaults).  Options out of
+ * range: NULL with TM_EINVAL naming the field.  Release with
+ * tm_sampler_free. */
+tm_sampler *tm_sampler_new(const tm_sample_opts *o);
+void tm_sampler_free(tm_sampler *s);     /* NULL is a no-op */
+/* The id drawn from logits[vocab] (borrowed) given the ids generated and
+ * prompted so far, history[n_history] (borrowed; ids in [0, vocab), used
+ * only by the repetition penalty).  Advances the generator by one 64-bit
+ * draw unless greedy.  < 0: an error status (TM_EINVAL for bad logits or
+ * arguments, TM_ERANGE for a history id out of range). */
+int64_t tm_sampler_sample(tm_sampler *s, const float *logits, int64_t vocab,
+                          const int64_t *history, int64_t n_history);   /* < 0: error status */
+/* The distribution tm_sampler_sample draws from: probs[vocab] (caller's
+ * buffer) after every processor; greedy is one-hot.  Does not advance the
+ * generator.  Same errors as tm_sampler_sample. */
+tm_status tm_sampler_probs(tm_sampler *s, const float *logits, int64_t vocab,
+                           const int64_t *history, int64_t n_history,
+                           double *probs);
+/* The sampler's generator now (for checkpoints) and a replacement. */
+tm_rng tm_sampler_rng(const tm_sampler *s);
+void tm_sampler_set_rng(tm_sampler *s, tm_rng rng);
+
+/* ------------------------------------------------------------ generation
+ *
+ * Batch 1, with the KV cache: the prompt goes through the model in one
+ * forward (last_only), then each new token in one forward of one position
+ * appended to the cache; the logits of the last position are copied to the
+ * host (a host-sync point) and drawn from by a tm_sampler whose history is
+ * the prompt and every token generated so far.  Grad mode and dropout are
+ * off during each forward (the model's training flag and the thread's
+ * grad mode are restored after it).  Generation ends after a stop token
+ * (which is emitted), after max_new_tokens, when the sequence (prompt +
+ * new tokens) fills the model's context (a prompt of exactly `context`
+ * tokens generates nothing), or when on_token returns false (the token it
+ * was given is emitted).  The last token emitted is never fed back, so n
+ * new tokens cost one prompt forward and n - 1 one-token forwards. */
+typedef struct tm_generate_opts {
+    int64_t max_new_tokens;                  /* 64 by default; >= 0 */
+    tm_sample_opts sample;                   /* tm_sample_defaults() */
+    const int64_t *stop_tokens; int n_stop;  /* generation ends after emitting one of them; borrowed, ids in [0, V) */
+    tm_dtype cache_dtype;                    /* F32 default; F16/BF16 store the cache rounded */
+    bool (*on_token)(int64_t token, void *user); /* streaming; return false to stop; may be NULL */
+    void *user;
+} tm_generate_opts;
+tm_generate_opts tm_generate_defaults(void);
+/* Batch 1.  Writes up to max_new_tokens new ids to out[] (caller-sized), their count to *n_out.
+ * Stops at a stop token (included in out), max_new_tokens, or the context limit.
+ * prompt[n_prompt]: 1 <= n_prompt <= context (TM_EINVAL otherwise), ids in
+ * [0, V) (TM_ERANGE naming the index and the id).  o NULL: the defaults.
+ * On failure *n_out still counts the ids written before it. */
+tm_status tm_gpt_generate(tm_gpt *m, const int64_t *prompt, int64_t n_prompt,
+                          const tm_generate_opts *o, int64_t *out, int64_t *n_out);
+/* Incremental form (Python's streaming generator uses it).  The stream
+ * copies the prompt, the options and the stop tokens; m is borrowed and
+ * must outlive it.  NULL with the errors of tm_gpt_generate.  Release with
+ * tm_gpt_stream_free. */
+typedef struct tm_gpt_stream tm_gpt_stream;
+tm_gpt_stream *tm_gpt_stream_new(tm_gpt *m, const int64_t *prompt, int64_t n_prompt, const tm_generate_opts *o);
+/* Next token id; -1 when finished; < -1 an error status.  Because TM_EINVAL
+ * is -1, an invalid-argument failure (say, NaN logits) is returned as
+ * TM_ESTATE; tm_last_status() keeps the original status.  After an error
+ * the stream is finished. */
+int64_t tm_gpt_stream_next(tm_gpt_stream *s);
+/* Tokens emitted so far. */
+int64_t tm_gpt_stream_count(const tm_gpt_stream *s);
+void tm_gpt_stream_free(tm_gpt_stream *s);   /* NULL is a no-op */
+
 
 #ifdef __cplusplus
 }

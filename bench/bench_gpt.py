@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""GPT training and generation: Foundry against PyTorch CPU eager, same
+model, same weights, same thread count, same run.
+
+    .venv/bin/python bench/bench_gpt.py [--threads 2] [--seconds 4]
+        [--rounds 5] [--quick] [--shakespeare]
+    (or: make bench)
+
+(a) training tokens/s: GPT-2-style model (learned positions, LayerNorm,
+    GELU-tanh MLP of 4 d, biases, tied head), vocab 4096, d_model 256, 4
+    layers, 4 heads, T 256, B 8; one step = forward, cross-entropy,
+    zero_grad, backward, AdamW step (weight decay on >= 2-d parameters
+    only, as both libraries' convention).  Target >= 1.5x.
+(b) generation tokens/s with the KV cache: the same model (context 256),
+    batch 1, a 128-token prompt then 128 new tokens, greedy.  Foundry runs
+    tm_gpt_generate; PyTorch runs a plain KV-cache loop in eager mode
+    (prompt in one forward, then one token per forward, keys and values
+    concatenated per layer).  Tokens/s counts the new tokens over the whole
+    call (prompt included).  Target >= 2x.
+(c) --shakespeare: nanoGPT's shakespeare-char CPU configuration (4 layers,
+    4 heads, 128 dims, context 64, batch 12, 2000 iterations, dropout 0,
+    AdamW lr 1e-3 with 100 warm-up steps and cosine decay to 1e-4, beta2
+    0.99, weight decay 0.1, clipping at 1.0) trained char-level on the
+    Debian licence texts (/usr/share/common-licenses, every distinct file in
+    sorted order: always present on Debian), first 90% train, last 10%
+    val; both libraries start from the same weights and see the same
+    batches; val loss is the mean over 20 fixed val batches.  Off by
+    default (about a minute per library on 2 free cores).
+
+PyTorch's model is written functionally over the parameters under their
+Hugging Face names, so the weights are Foundry's own (copied).  After a
+warm-up, the two are timed in alternating windows (--rounds each), with a
+pause before each window so the previous library's spinning thread pool
+sleeps; each one's best window counts (the machine is shared).
+ratio = Foundry tokens/s / PyTorch tokens/s (> 1: Foundry is faster).
+Writes bench/results/gpt.json (gpt_quick.json with --quick).
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GAP_S = 0.2
+TARGETS = {"train": 1.5, "generate": 2.0}
+
+
+# ------------------------------------------------------------------ foundry
+
+
+class FoundryGPT:
+    """A tm_gpt through the C API (cffi): what `foundry train` runs."""
+
+    def __init__(self, F, vocab, context, d, layers, heads, seed=0):
+        self.lib, self.ffi = F._c.lib, F._c.ffi
+        lib, ffi = self.lib, self.ffi
+        c = ffi.new("tm_gpt_config *")
+        F._c.check(lib.tm_gpt_preset(b"gpt2", c))
+        c.vocab_size, c.context, c.d_model = vocab, context, d
+        c.n_layers, c.n_heads, c.n_kv_heads = layers, heads, heads
+        c.head_dim, c.d_ff, c.dropout = 0, 4 * d, 0.0
+        rng = ffi.new("tm_rng *", lib.tm_rng_new(seed))
+        m = lib.tm_gpt_new(c, rng)
+        if m == ffi.NULL:
+            raise F._c.error()
+        self.m = ffi.gc(m, lib.tm_gpt_free)
+        self.F = F
+
+    def weights(self):
+        """{HF name: numpy copy} of every parameter."""
+        lib, ffi = self.lib, self.ffi
+        ps = lib.tm_gpt_params(self.m)
+        out = {}
+        for i in range(lib.tm_params_count(ps)):
+            t = lib.tm_params_get(ps, i)
+            shape = [lib.tm_shape(t)[j] for j in range(lib.tm_ndim(t))]
+            a = np.empty(shape, dtype=np.float32)
+            self.F._c.check(lib.tm_copy_to_buffer(t, ffi.from_buffer(a), a.nbytes, lib.TM_F32))
+            out[ffi.string(lib.tm_params_name(ps, i)).decode()] = a
+        return out
+
+    def ids(self, a):
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        t = self.lib.tm_from_buffer(self.ffi.from_buffer(a), list(a.shape), a.ndim, self.lib.TM_I64)
+        return self.ffi.gc(t, self.lib.tm_free)
+
+    def optimizer(self, lr, weight_decay=0.01, beta2=0.999):
+        lib, ffi = self.lib, self.ffi
+        hp = ffi.new("tm_optim_hparams *", lib.tm_optim_defaults(lib.TM_OPTIM_ADAMW))
+        hp.lr, hp.weight_decay, hp.beta2 = lr, weight_decay, beta2
+        opt = lib.tm_optim_new(lib.TM_OPTIM_ADAMW, hp)
+        self.F._c.check(lib.tm_optim_add_params(opt, lib.tm_gpt_params(self.m), ffi.NULL))
+        self.opt = ffi.gc(opt, lib.tm_optim_free)
+        n = lib.tm_optim_param_count(opt)
+        self.plist = ffi.new("tm_tensor *[]", [lib.tm_optim_param(opt, 0, i) for i in range(n)])
+        self.nparams = n
+
+    def step(self, x, y, lr=None, clip=None):
+        """One training step on tensors x, y; returns the loss tensor's
+        value only when asked (reading it is a host sync)."""
+        lib, ffi = self.lib, self.ffi
+        loss = lib.tm_gpt_loss(self.m, x, y, ffi.NULL)
+        if loss == ffi.NULL:
+            raise self.F._c.error()
+        lib.tm_optim_zero_grad(self.opt)
+        self.F._c.check(lib.tm_backward(loss))
+        if clip:
+            self.F._c.check(lib.tm_clip_grad_norm_(self.plist, self.nparams, clip, 2.0, ffi.NULL))
+        if lr is not None:
+            self.F._c.check(lib.tm_optim_set_lr(self.opt, -1, lr))
+        self.F._c.check(lib.tm_optim_step(self.opt))
+        return loss
+
+    def loss_value(self, x, y):
+        lib, ffi = self.lib, self.ffi
+        lib.tm_set_grad_enabled(False)
+        loss = lib.tm_gpt_loss(self.m, x, y, ffi.NULL)
+        lib.tm_set_grad_enabled(True)
+        if loss == ffi.NULL:
+            raise self.F._c.error()
+        v = ffi.new("double *")
+        self.F._c.check(lib.tm_item(loss, v))
+        lib.tm_free(loss)
+        return v[0]
+
+    def generate(self, prompt, n_new):
+        lib, ffi = self.lib, self.ffi
+        o = ffi.new("tm_generate_opts *", lib.tm_generate_defaults())
+        o.max_new_tokens = n_new
+        o.sample.temperature = 0.0
+        p = np.ascontiguousarray(prompt, dtype=np.int64)
+        out = np.empty(n_new, dtype=np.int64)
+        n = ffi.new("int64_t *")
+        self.F._c.check(lib.tm_gpt_generate(self.m, ffi.from_buffer("int64_t[]", p), p.size, o,
+                                            ffi.from_buffer("int64_t[]", out), n))
+        return out[:n[0]]
+
+
+# ------------------------------------------------------------------ pytorch
+
+
+class TorchGPT:
+    """The same model in PyTorch eager, over the parameters by their HF
+    names (tied head: the token embedding)."""
+
+    def __init__(self, torch, weights, layers, heads):
+        self.torch, self.L, self.H = torch, layers, heads
+        self.W = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
+
+    def forward(self, ids, cache=None):
+        """ids [B,T] -> logits [B,T,V].  cache: a list of per-layer (k, v)
+        (None entries at first) that this call extends."""
+        torch, W = self.torch, self.W
+        F = torch.nn.functional
+        B, T = ids.shape
+        start = 0 if cache is None or cache[0] is None else cache[0][0].shape[2]
+        d = W["model.embed_tokens.weight"].shape[1]
+        H, hd = self.H, d // self.H
+        x = F.embedding(ids, W["model.embed_tokens.weight"]) + \
+            W["model.embed_positions.weight"][start:start + T]
+        for layer in range(self.L):
+            p = f"model.layers.{layer}."
+
+            def lin(h, name):
+                return F.linear(h, W[p + name + ".weight"], W[p + name + ".bias"])
+            h = F.layer_norm(x, (d,), W[p + "input_layernorm.weight"],
+                             W[p + "input_layernorm.bias"], 1e-5)
+            q, k, v = (lin(h, f"self_attn.{n}_proj").view(B, T, H, hd).transpose(1, 2)
+                       for n in "qkv")
+            if cache is not None:
+                if cache[layer] is not None:
+                    k = torch.cat([cache[layer][0], k], dim=2)
+                    v = torch.cat([cache[layer][1], v], dim=2)
+                cache[layer] = (k, v)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and T > 1)
+            x = x + lin(y.transpose(1, 2).reshape(B, T, d), "self_attn.o_proj")
+            h = F.layer_norm(x, (d,), W[p + "post_attention_layernorm.weight"],
+                             W[p + "post_attention_layernorm.bias"], 1e-5)
+            x = x + lin(F.gelu(lin(h, "mlp.up_proj"), approximate="tanh"), "mlp.down_proj")
+        x = F.layer_norm(x, (d,), W["model.norm.weight"], W["model.norm.bias"], 1e-5)
+        return F.linear(x, W["model.embed_tokens.weight"])
+
+    def optimizer(self, lr, weight_decay=0.01, beta2=0.999):
+        decay = [t for t in self.W.values() if t.dim() >= 2]
+        rest = [t for t in self.W.values() if t.dim() < 2]
+        self.opt = self.torch.optim.AdamW(
+            [{"params": decay, "weight_decay": weight_decay},
+             {"params": rest, "weight_decay": 0.0}], lr=lr, betas=(0.9, beta2))
+
+    def step(self, x, y, lr=None, clip=None):
+        F = self.torch.nn.functional
+        logits = self.forward(x)
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+        self.opt.zero_grad()
+        loss.backward()
+        if clip:
+            self.torch.nn.utils.clip_grad_norm_(list(self.W.values()), clip)
+        if lr is not None:
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+        self.opt.step()
+        return loss
+
+    def loss_value(self, x, y):
+        F = self.torch.nn.functional
+        with self.torch.no_grad():
+            logits = self.forward(x)
+            return float(F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1)))
+
+    def generate(self, prompt, n_new):
+        torch = self.torch
+        with torch.no_grad():
+            cache = [None] * self.L
+            ids = torch.tensor(np.asarray(prompt, dtype=np.int64)).view(1, -1)
+            out = []
+            for i in range(n_new):
+                tok = int(self.forward(ids, cache)[0, -1].argmax())
+                out.append(tok)
+                if i + 1 < n_new:
+                    ids = torch.tensor([[tok]])
+            return np.array(out, dtype=np.int64)
+
+
+# ------------------------------------------------------------------ timing
+
+
+def best_rates(calls, seconds, rounds, units):
+    """Best units/s of each call, timed in alternating windows."""
+    for c in calls:
+        c()
+    best = [0.0] * len(calls)
+    for _ in range(rounds):
+        for i, c in enumerate(calls):
+            time.sleep(GAP_S)
+            n, t0 = 0, time.perf_counter()
+            while n == 0 or time.perf_counter() - t0 < seconds / rounds:
+                c()
+                n += 1
+            best[i] = max(best[i], n * units / (time.perf_counter() - t0))
+    return best
+
+
+def bench_train(F, torch, args):
+    V, T, B, d, L, H = 4096, 256, 8, 256, 4, 4
+    if args.quick:
+        T, B = 64, 2
+    fm = FoundryGPT(F, V, T, d, L, H)
+    tm = TorchGPT(torch, fm.weights(), L, H)
+    fm.optimizer(1e-4)
+    tm.optimizer(1e-4)
+    data = np.random.default_rng(0).integers(0, V, size=(B, T + 1))
+    fx, fy = fm.ids(data[:, :-1]), fm.ids(data[:, 1:])
+    tx, ty = torch.tensor(data[:, :-1]), torch.tensor(data[:, 1:])
+    l0f, l0t = fm.loss_value(fx, fy), tm.loss_value(tx, ty)
+
+    def fstep():
+        fm.lib.tm_free(fm.step(fx, fy))
+    rates = best_rates([fstep, lambda: tm.step(tx, ty)], args.seconds, args.rounds, B * T)
+    return {"case": f"train V{V} d{d} L{L} H{H} T{T} B{B}", "foundry_tok_s": rates[0],
+            "torch_tok_s": rates[1], "ratio": rates[0] / rates[1],
+            "target": TARGETS["train"], "initial_loss_foundry": l0f, "initial_loss_torch": l0t}
+
+
+def bench_generate(F, torch, args):
+    V, d, L, H, n_prompt, n_new = 4096, 256, 4, 4, 128, 128
+    if args.quick:
+        n_prompt, n_new = 16, 16
+    fm = FoundryGPT(F, V, n_prompt + n_new, d, L, H, seed=1)
+    tm = TorchGPT(torch, fm.weights(), L, H)
+    prompt = np.random.default_rng(1).integers(0, V, size=n_prompt)
+    a, b = fm.generate(prompt, n_new), tm.generate(prompt, n_new)
+    # Random weights give near-ties that rounding may break either way; the
+    # first divergence ends the comparison, so report the common prefix.
+    same = int(np.argmax(a != b)) if np.any(a != b) else len(a)
+    rates = best_rates([lambda: fm.generate(prompt, n_new), lambda: tm.generate(prompt, n_new)],
+                       args.seconds, args.rounds, n_new)
+    return {"case": f"generate V{V} d{d} L{L} H{H} prompt {n_prompt} new {n_new} greedy",
+            "foundry_tok_s": rates[0], "torch_tok_s": rates[1], "ratio": rates[0] / rates[1],
+            "target": TARGETS["generate"], "greedy_tokens_agreeing": same, "tokens": int(len(a))}
+
+
+def corpus():
+    root = "/usr/share/common-licenses"
+    files = sorted({os.path.realpath(os.path.join(root, f)) for f in os.listdir(root)})
+    return "".join(open(f, encoding="utf-8", errors="replace").read() for f in files)
+
+
+def bench_shakespeare(F, torch, args):
+    text = corpus()
+    chars = sorted(set(text))
+    stoi = {c: i for i, c in enumerate(chars)}
+    data = np.array([stoi[c] for c in text], dtype=np.int64)
+    n = int(0.9 * len(data))
+    train, val = data[:n], data[n:]
+    V, T, B, d, L, H, iters = len(chars), 64, 12, 128, 4, 4, 2000
+    if args.quick:
+        iters = 50
+    lr, min_lr, warmup = 1e-3, 1e-4, 100
+
+    def lr_at(it):  # nanoGPT's get_lr
+        if it < warmup:
+            return lr * (it + 1) / (warmup + 1)
+        r = (it - warmup) / (iters - warmup)
+        return min_lr + 0.5 * (1 + math.cos(math.pi * r)) * (lr - min_lr)
+
+    def batch(src, rng):
+        ix = rng.integers(0, len(src) - T - 1, size=B)
+        w = np.stack([src[i:i + T + 1] for i in ix])
+        return w[:, :-1], w[:, 1:]
+    fm = FoundryGPT(F, V, T, d, L, H, seed=2)
+    tm = TorchGPT(torch, fm.weights(), L, H)
+    out = {"case": f"shakespeare-char config on {len(text)} chars of licence text (vocab {V})",
+           "iters": iters}
+    for name, m, conv in (("foundry", fm, fm.ids), ("torch", tm, torch.tensor)):
+        m.optimizer(lr, weight_decay=0.1, beta2=0.99)
+        rng = np.random.default_rng(3)
+        time.sleep(GAP_S)
+        t0 = time.perf_counter()
+        for it in range(iters):
+            x, y = batch(train, rng)
+            loss = m.step(conv(x), conv(y), lr=lr_at(it), clip=1.0)
+            if name == "foundry":
+                fm.lib.tm_free(loss)
+        secs = time.perf_counter() - t0
+        vrng = np.random.default_rng(4)
+        vl = [m.loss_value(*map(conv, batch(val, vrng))) for _ in range(20)]
+        out[name + "_seconds"] = secs
+        out[name + "_val_loss"] = float(np.mean(vl))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="small shapes, one round (smoke run)")
+    ap.add_argument("--shakespeare", action="store_true", help="also run (c), about 2 minutes")
+    args = ap.parse_args()
+    if args.quick:
+        args.seconds, args.rounds = 0.5, 1
+    import foundry as F
+    import torch
+    F.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    rows = [bench_train(F, torch, args), bench_generate(F, torch, args)]
+    for r in rows:
+        print(f"{r['case']}: foundry {r['foundry_tok_s']:.0f} tok/s, torch "
+              f"{r['torch_tok_s']:.0f} tok/s, ratio {r['ratio']:.2f} (target {r['target']})")
+    print(f"  greedy tokens agreeing with torch: {rows[1]['greedy_tokens_agreeing']} of {rows[1]['tokens']}")
+    if args.shakespeare:
+        s = bench_shakespeare(F, torch, args)
+        rows.append(s)
+        print(f"{s['case']}, {s['iters']} iters: foundry {s['foundry_seconds']:.1f} s val "
+              f"{s['foundry_val_loss']:.4f}; torch {s['torch_seconds']:.1f} s val {s['torch_val_loss']:.4f}")
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    name = "gpt_quick.json" if args.quick else "gpt.json"
+    with open(os.path.join(HERE, "results", name), "w") as fh:
+        json.dump({"threads": args.threads, "results": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
