@@ -152,3 +152,29 @@ def test_metrics_log_and_svg_plot_parse_as_xml(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"step": 1}\nnot json\n')
     with pytest.raises(ValueError, match="line 2"):
         plot_metrics(tmp_path / "bad.jsonl", svg)
+
+
+def test_write_token_dataset_from_a_directory_with_progress(tmp_path, capfd):
+    from foundry.tokenizers import Tokenizer
+    corpus = tmp_path / "corpus"
+    (corpus / "pkg").mkdir(parents=True)
+    (corpus / "a.py").write_text("print('hi')\n")
+    (corpus / "pkg" / "b.py").write_text("x = 1\n")
+    (corpus / "notes.txt").write_text("skipped\n")
+    text = "".join(p.read_text() for p in corpus.rglob("*.py"))
+    tok = Tokenizer.char_level(text)
+    ds = foundry.data.write_token_dataset(tmp_path / "d.tok", corpus, tok,
+                                          suffix=".py")
+    assert ds.docs() == 2 and ds.bytes() == 12 + 6
+    assert tok.decode(ds.read().numpy().tolist()) == "print('hi')\nx = 1\n"
+    ds.check_tokenizer(tok)
+    other = Tokenizer.char_level(text + "z")
+    with pytest.raises(ValueError, match="tokenizer hash mismatch"):
+        ds.check_tokenizer(other)
+    with pytest.raises(TypeError, match="foundry.tokenizers.Tokenizer"):
+        ds.check_tokenizer("gpt2")
+    err = capfd.readouterr().err
+    assert "tokenize 100% 18/18 [" in err and " B/s]" in err
+    with pytest.raises(OSError, match="cannot read"):
+        foundry.data.write_token_dataset(tmp_path / "e.tok", tmp_path / "nope",
+                                         tok, progress=False)
