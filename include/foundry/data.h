@@ -61,6 +61,8 @@ tm_progress *tm_progress_new_writer(const char *desc, int64_t total,
                                     void (*write)(const char *s, size_t n,
                                                   void *user),
                                     void *user);
+/* Sets the total (0: unknown), e.g. once a walk has counted the bytes. */
+void tm_progress_set_total(tm_progress *p, int64_t total);
 /* Minimum seconds between two redraws (bars) or lines (plain); 0 prints on
  * every update.  Negative or NaN values are ignored. */
 void tm_progress_set_interval(tm_progress *p, double seconds);
@@ -103,6 +105,27 @@ tm_status tm_token_writer_add_tokens(tm_token_writer *w, const int32_t *ids,
 tm_status tm_token_writer_close(tm_token_writer *w);
 /* Frees w without writing anything (removes path.tmp).  NULL is a no-op. */
 void tm_token_writer_abort(tm_token_writer *w);
+
+/* ---- from text (the tokenizer's encode; foundry/tokenizer.h) ---- */
+/* Writes a dataset: each input file, and each regular file under an input
+ * directory (walked recursively, sorted bytewise at every level; names
+ * starting with '.' and symbolic links inside directories skipped; only
+ * names ending in `suffix` when it is not NULL, e.g. ".py"; an existing
+ * file at out_path is skipped), is one
+ * document, encoded with tok, with the tokenizer's eos id (if any) after
+ * each document.  progress (may be NULL) advances by the bytes of each
+ * file; its total is set to the bytes of all files. */
+tm_status tm_token_dataset_write(const char *out_path, const char *const *inputs, int n_inputs,
+                                 const char *suffix, const tm_tokenizer *tok, tm_progress *progress);
+/* A writer encoding with tok (borrowed: it must outlive the writer); the
+ * header takes tok's vocab size and hash. */
+tm_token_writer *tm_token_writer_new(const char *path, const tm_tokenizer *tok);
+/* One document: text[len] encoded, then the eos id when tok has one. */
+tm_status tm_token_writer_add(tm_token_writer *w, const char *text, size_t len);
+/* TM_EINVAL "...: tokenizer hash mismatch: dataset 0x.. tokenizer 0x.."
+ * when tok is not the tokenizer the dataset was written with (or its vocab
+ * size differs). */
+tm_status tm_token_dataset_check_tokenizer(const tm_token_dataset *ds, const tm_tokenizer *tok);
 
 /* Opens (maps read-only) and validates: magic, version, token width, header
  * checksum, sizes against the file size (overflow-checked), offsets
