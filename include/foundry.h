@@ -25,5 +25,6 @@
 #include "foundry/backend.h"
 #include "foundry/attention.h"
 #include "foundry/data.h"
+#include "foundry/tokenizer.h"
 
 #endif

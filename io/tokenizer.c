@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t tm__tok_hbytes(const void *p, size_t n);
 uint64_t tm__tok_hbytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
@@ -29,7 +28,6 @@ uint64_t tm__tok_hbytes(const void *p, size_t n)
     return h ^ (h >> 29);
 }
 
-int32_t tm__idmap_get(const tm__idmap *m, const char *k, size_t n);
 int32_t tm__idmap_get(const tm__idmap *m, const char *k, size_t n)
 {
     for (uint64_t i = tm__tok_hbytes(k, n) & m->mask;; i = (i + 1) & m->mask) {
@@ -41,9 +39,7 @@ int32_t tm__idmap_get(const tm__idmap *m, const char *k, size_t n)
     }
 }
 
-/* Builds the map over the ids whose key is not NULL.  Returns the first
- * id whose key repeats an earlier one's in *dup (or -1). */
-static tm_status idmap_build(tm__idmap *m, char *const *keys, const size_t *lens, int64_t n,
+tm_status tm__idmap_build(tm__idmap *m, char *const *keys, const size_t *lens, int64_t n,
                              int64_t *dup, const char *fn)
 {
     uint64_t cap = 16;
@@ -323,7 +319,7 @@ tm_tokenizer *tm__tokenizer_build(const tm__tok_spec *sp, const char *fn)
                              : sp->pretok.byte_level ? TM__DEC_BYTELEVEL : TM__DEC_BYTEFALLBACK | TM__DEC_FUSE;
     if (build_strings(t, sp, fn) < 0)
         goto fail;
-    if (idmap_build(&t->by_str, t->str, t->str_len, t->n, &dup, fn) < 0)
+    if (tm__idmap_build(&t->by_str, t->str, t->str_len, t->n, &dup, fn) < 0)
         goto fail;
     if (dup >= 0) {
         char nb[80];
@@ -332,7 +328,7 @@ tm_tokenizer *tm__tokenizer_build(const tm__tok_spec *sp, const char *fn)
                  tm__idmap_get(&t->by_str, t->str[dup], t->str_len[dup]), (long long)dup);
         goto fail;
     }
-    if (idmap_build(&t->by_raw, t->raw, t->raw_len, t->n, &dup, fn) < 0)
+    if (tm__idmap_build(&t->by_raw, t->raw, t->raw_len, t->n, &dup, fn) < 0)
         goto fail;
     if (t->unk_id >= t->n || (t->unk_id >= 0 && !(t->kind[t->unk_id] & TM__TOK_MODEL))) {
         tm__errf(TM_EFORMAT, fn, "unk_token id %lld is not a model token", (long long)t->unk_id);
@@ -473,6 +469,16 @@ done:
 int64_t tm_tokenizer_vocab_size(const tm_tokenizer *t)
 {
     return t ? t->n : TM_ERR(TM_EINVAL, "tokenizer is NULL");
+}
+
+int64_t tm_tokenizer_model_vocab_size(const tm_tokenizer *t)
+{
+    if (!t)
+        return TM_ERR(TM_EINVAL, "tokenizer is NULL");
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->n; i++)
+        n += (t->kind[i] & TM__TOK_MODEL) != 0;
+    return n;
 }
 
 int64_t tm_tokenizer_token_to_id(const tm_tokenizer *t, const char *token)

@@ -17,8 +17,6 @@
 #define CACHE_SLOTS (1u << 17)
 #define SHORT_PIECE 32   /* symbols; below this the direct search is faster than a heap */
 
-uint64_t tm__tok_hbytes(const void *p, size_t n);
-int32_t tm__idmap_get(const tm__idmap *m, const char *k, size_t n);
 
 static inline int32_t merge_rank(const tm_tokenizer *t, int32_t a, int32_t b)
 {

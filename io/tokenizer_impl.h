@@ -110,6 +110,14 @@ typedef struct tm__idmap {
     const size_t *keylens;
 } tm__idmap;
 
+/* Builds m over the ids whose key is not NULL; *dup gets the first id whose
+ * key repeats an earlier one's, or -1.  Release m->slot with free(). */
+tm_status tm__idmap_build(tm__idmap *m, char *const *keys, const size_t *lens, int64_t n, int64_t *dup,
+                          const char *fn);
+/* The id of key k[n], or -1. */
+int32_t tm__idmap_get(const tm__idmap *m, const char *k, size_t n);
+uint64_t tm__tok_hbytes(const void *p, size_t n);
+
 typedef struct tm__cache_ent { uint64_t h; uint32_t koff, ioff; uint16_t klen, nids; } tm__cache_ent;
 
 struct tm_tokenizer {

@@ -56,6 +56,8 @@ tm_status tm_tokenizer_save(const tm_tokenizer *t, const char *path);
 tm_tokenizer *tm_tokenizer_char_new(const char *text, size_t len);
 void tm_tokenizer_free(tm_tokenizer *t);       /* NULL is a no-op */
 int64_t tm_tokenizer_vocab_size(const tm_tokenizer *t);   /* including added tokens */
+/* The model's vocabulary alone (HF's get_vocab_size(with_added_tokens=False)). */
+int64_t tm_tokenizer_model_vocab_size(const tm_tokenizer *t);
 /* Stable 64-bit hash of everything that decides the ids (vocab, merges,
  * pre-tokenizer, added tokens, post-processor); equal for a tokenizer and
  * its save/load round trip. */
