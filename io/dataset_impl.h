@@ -22,6 +22,8 @@
 #include "foundry/data.h"
 #include "../tensor/core/tensor_impl.h"
 
+#include <stdio.h>
+
 #define TM__DS_MAGIC "FTOKDS\0\0"
 #define TM__DS_HEADER 64
 
@@ -53,6 +55,22 @@ struct tm_token_dataset {
     const unsigned char *offsets, *bytes, *tokens;  /* into base */
     double val_fraction;
     tm__ds_split split[2]; /* TRAIN, VAL; ALL is the file itself */
+};
+
+struct tm_token_writer {
+    char *path, *tmp;
+    FILE *tokens;          /* anonymous: gone when closed or on a crash */
+    int64_t vocab;
+    uint64_t hash;
+    uint32_t width;
+    int64_t n_docs, cap, n_tokens, n_bytes;
+    uint64_t *offsets;     /* n_docs + 1 used */
+    uint64_t *bytes;       /* n_docs used */
+    tm_status failed;      /* first failure of an add, reported at close */
+    /* the text writer's state (dataset_text.c), released with the writer,
+     * so the raw writer needs no tokenizer */
+    void *text;
+    void (*release_text)(void *text);
 };
 
 static inline uint64_t tm__ds_le64(const unsigned char *p)

@@ -14,20 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct tm_token_writer {
-    char *path, *tmp;
-    FILE *tokens;          /* anonymous: gone when closed or on a crash */
-    int64_t vocab;
-    uint64_t hash;
-    uint32_t width;
-    int64_t n_docs, cap, n_tokens, n_bytes;
-    uint64_t *offsets;     /* n_docs + 1 used */
-    uint64_t *bytes;       /* n_docs used */
-    tm_status failed;      /* first failure of an add, reported at close */
-};
-
 static void writer_free(tm_token_writer *w)
 {
+    if (w->release_text) w->release_text(w->text);
     if (w->tokens) fclose(w->tokens);
     free(w->path);
     free(w->tmp);

@@ -126,6 +126,11 @@ tm_progress *tm_progress_new_writer(const char *desc, int64_t total,
     return p;
 }
 
+void tm_progress_set_total(tm_progress *p, int64_t total)
+{
+    if (p && total >= 0) p->total = total;
+}
+
 void tm_progress_set_interval(tm_progress *p, double seconds)
 {
     if (p && seconds >= 0) p->interval = seconds;

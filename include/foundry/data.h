@@ -61,6 +61,8 @@ tm_progress *tm_progress_new_writer(const char *desc, int64_t total,
                                     void (*write)(const char *s, size_t n,
                                                   void *user),
                                     void *user);
+/* Sets the total (0: unknown), e.g. once a walk has counted the bytes. */
+void tm_progress_set_total(tm_progress *p, int64_t total);
 /* Minimum seconds between two redraws (bars) or lines (plain); 0 prints on
  * every update.  Negative or NaN values are ignored. */
 void tm_progress_set_interval(tm_progress *p, double seconds);
