@@ -36,6 +36,7 @@ __version__ = _c.ffi.string(_c.lib.tm_version()).decode()
 from . import nn, optim, data  # noqa: E402
 from .safetensors import safe_open  # noqa: E402,F401
 from . import tokenizers  # noqa: E402,F401
+from . import _tokenizers_train  # noqa: E402,F401  (Tokenizer.train)
 
 # foundry.<name> for every exported function: the one registry.
 globals().update(_exports.FUNCTIONS)
