@@ -69,8 +69,7 @@ def _train_handle(docs, vocab_size, min_frequency, special_tokens, pattern,
     o.split_digits = bool(split_digits)
     bar = ffi.NULL
     if show_progress:
-        total = max(vocab_size - 256 - len(keep), 0)
-        bar = lib.tm_progress_new(b"Training BPE merges", total, b"merge",
+        bar = lib.tm_progress_new(b"Training BPE merges", 0, b"merge",
                                   lib.TM_PROGRESS_AUTO, ffi.NULL)
         if bar == ffi.NULL:
             raise error()
