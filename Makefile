@@ -194,6 +194,9 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
 	$(VENV)/bin/python -c 'import safetensors' 2>/dev/null && \
 	    $(VENV)/bin/python bench/bench_safetensors.py || \
 	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"
+	$(VENV)/bin/python -c 'import tokenizers' 2>/dev/null && \
+	    $(VENV)/bin/python bench/bench_tokenizer.py || \
+	    echo "bench_tokenizer: skipped (pip install tokenizers tiktoken into .venv)"
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py),
 # through the Python package's bindings (declared from the headers).
