@@ -211,7 +211,7 @@ refdata:
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-corpus fuzz-corpus-run
-FUZZ_TARGETS := fuzz_safetensors fuzz_idx
+FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_bpe_train
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
