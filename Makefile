@@ -209,6 +209,9 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
 	$(VENV)/bin/python -c 'import safetensors' 2>/dev/null && \
 	    $(VENV)/bin/python bench/bench_safetensors.py || \
 	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"
+	$(VENV)/bin/python -c 'import tokenizers' 2>/dev/null && \
+	    $(VENV)/bin/python bench/bench_tokenizer.py || \
+	    echo "bench_tokenizer: skipped (pip install tokenizers tiktoken into .venv)"
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py),
 # through the Python package's bindings (declared from the headers).
@@ -223,7 +226,7 @@ refdata:
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-corpus fuzz-corpus-run
-FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset
+FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer

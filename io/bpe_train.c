@@ -222,6 +222,8 @@ tm_tokenizer *tm_bpe_trainer_finish(tm_bpe_trainer *tr)
         if (id < 0) goto fail;
         byte_id[order[k]] = (int32_t)id;
     }
+    if (tr->progress) tm_progress_set_total(tr->progress,
+                                            tr->vocab_size - v.ntok);
     if (tm__bpe_run(&tr->words, &v, byte_id, tr->vocab_size,
                     tr->min_frequency, tr->progress ? step : NULL,
                     tr->progress, &merges, &nm))

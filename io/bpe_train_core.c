@@ -367,7 +367,7 @@ static tm_status change(state *s, int32_t a, int32_t b, int64_t delta,
  * distinct words, when the pair's count is positive; empties s->fm. */
 static tm_status push_formed(state *s)
 {
-    qsort(s->fm, s->nfm, sizeof *s->fm, formed_cmp);
+    if (s->nfm > 1) qsort(s->fm, s->nfm, sizeof *s->fm, formed_cmp);
     for (uint64_t i = 0; i < s->nfm;) {
         uint64_t key = s->fm[i].pair, start = s->npos;
         for (; i < s->nfm && s->fm[i].pair == key; i++) {

@@ -118,8 +118,8 @@ typedef struct tm_bpe_train_opts {
     int n_special;
     tm_pretok_kind pretok;  /* default TM_PRETOK_GPT2 */
     bool split_digits;      /* Digits(individual_digits=true) before the byte-level split */
-    tm_progress *progress;  /* borrowed, may be NULL: finish advances it by one per merge
-                             * (create it with total = vocab_size - 256 - n_special) */
+    tm_progress *progress;  /* borrowed, may be NULL: finish sets its total to the most
+                             * merges possible, advances it by one per merge, finishes it */
 } tm_bpe_train_opts;
 /* Defaults: min_frequency 2, no specials, GPT-2 pattern, no digit split. */
 tm_bpe_train_opts tm_bpe_train_defaults(int64_t vocab_size);

@@ -274,3 +274,27 @@ TEST(bpe_train_splits_digits_when_asked)
     CHECK(tm_tokenizer_token_to_id(t, "12") >= 256);
     tm_tokenizer_free(t);
 }
+
+static tm_status train_small(void)
+{
+    const char *specials[] = {"<|endoftext|>", "<pad> token"};
+    tm_bpe_train_opts o = tm_bpe_train_defaults(300);
+    o.min_frequency = 1;
+    o.special_tokens = specials;
+    o.n_special = 2;
+    tm_bpe_trainer *tr = tm_bpe_trainer_new(&o);
+    if (!tr) return tm_last_status();
+    tm_status st = tm_bpe_trainer_feed(tr, "the cat sat on the mat", 22);
+    if (!st) st = tm_bpe_trainer_feed(tr, "the hat", 7);
+    tm_tokenizer *t = st ? NULL : tm_bpe_trainer_finish(tr);
+    if (!st && !t) st = tm_last_status();
+    tm_tokenizer_free(t);
+    tm_bpe_trainer_free(tr);
+    return st;
+}
+
+TEST(bpe_train_survives_every_allocation_failure)
+{
+    REQUIRE(!train_small());
+    CHECK_EVERY_ALLOC_FAILURE(train_small, 10);
+}
