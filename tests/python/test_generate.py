@@ -135,3 +135,97 @@ def test_sampler_errors_name_the_value():
         s.sample(np.zeros(4, dtype=np.float32), history=[7])
     with pytest.raises(ValueError, match="1-d"):
         s.sample(np.zeros((2, 2), dtype=np.float32))
+
+
+# ------------------------------------------------------------- generation
+
+models = pytest.importorskip("foundry.models")
+
+
+def tiny(preset="gpt-tiny", seed=0, **kw):
+    cfg = dict(vocab_size=53, context=20, d_model=32, n_layers=2, n_heads=4,
+               head_dim=0, d_ff=48, dropout=0.0, init_std=0.3)
+    cfg["n_kv_heads"] = 2 if preset == "llama-tiny" else 4
+    cfg.update(kw)
+    c = models.GPTConfig.preset(preset, **cfg)
+    if preset == "llama-tiny":
+        c.update(rope=dict(c.rope, head_dim=8))
+    m = models.GPT(c, seed=seed)
+    m.eval()
+    return m
+
+
+@pytest.mark.parametrize("preset", ["gpt-tiny", "llama-tiny"])
+def test_greedy_generate_is_the_argmax_of_the_uncached_forward(preset):
+    import foundry as F
+    m = tiny(preset, seed=3)
+    prompt = [5, 11, 2, 40]
+    out = m.generate(prompt, max_new_tokens=10, do_sample=False)
+    assert len(out) == 10
+    seq = list(prompt)
+    with F.no_grad():
+        for t in out:
+            row = m(np.array([seq]))[0, -1].numpy()
+            # cached and uncached forwards differ by rounding (~1e-6): a
+            # different id is allowed only as a near-tie of the best
+            assert t == int(np.argmax(row)) or row[t] >= row.max() - 1e-4
+            seq.append(t)
+
+
+def test_stream_yields_the_same_ids_as_the_list():
+    m = tiny(seed=1)
+    a = m.generate([1, 2, 3], max_new_tokens=8, seed=5, top_k=10)
+    s = m.generate([1, 2, 3], max_new_tokens=8, seed=5, top_k=10, stream=True)
+    assert list(s) == a
+    s = m.generate([1, 2, 3], max_new_tokens=8, seed=5, top_k=10, stream=True)
+    assert [next(s), next(s)] == a[:2]
+    s.close()
+    assert list(s) == []
+
+
+def test_seeded_generation_is_reproducible():
+    import foundry as F
+    m = tiny(seed=2)
+    a = m.generate([7], max_new_tokens=12, temperature=1.5, seed=1)
+    assert a == m.generate([7], max_new_tokens=12, temperature=1.5, seed=1)
+    assert a != m.generate([7], max_new_tokens=12, temperature=1.5, seed=2)
+    F.manual_seed(4)
+    b = m.generate([7], max_new_tokens=12, temperature=1.5)
+    F.manual_seed(4)
+    assert b == m.generate([7], max_new_tokens=12, temperature=1.5)
+
+
+def test_generation_ends_at_a_stop_token_and_the_context():
+    m = tiny(seed=4)
+    a = m.generate([3, 4], max_new_tokens=10, seed=8, temperature=2.0)
+    cut = a.index(a[4]) + 1
+    assert m.generate([3, 4], max_new_tokens=10, seed=8, temperature=2.0,
+                      stop_tokens=[a[4]]) == a[:cut]
+    assert len(m.generate(list(range(17)), max_new_tokens=10)) == 3   # context 20
+    assert m.generate(list(range(20)), max_new_tokens=10) == []
+    assert m.generate([1], max_new_tokens=0) == []
+
+
+def test_generate_leaves_the_training_flag_alone():
+    m = tiny(seed=5)
+    m.train()
+    m.generate([1, 2], max_new_tokens=3)
+    assert m.training
+
+
+def test_generate_errors_name_the_problem():
+    m = tiny(seed=6)
+    with pytest.raises(ValueError, match="prompt is empty"):
+        m.generate([], max_new_tokens=3)
+    with pytest.raises(IndexError, match=r"prompt\[1\] = 53"):
+        m.generate([1, 53], max_new_tokens=3)
+    with pytest.raises(ValueError, match="longer than the model's context 20"):
+        m.generate(list(range(21)), max_new_tokens=3)
+    with pytest.raises(IndexError, match="stop_tokens"):
+        m.generate([1], stop_tokens=[99])
+    with pytest.raises(ValueError, match="top_k"):
+        m.generate([1], top_k=-1)
+    with pytest.raises(ValueError, match="one sequence"):
+        m.generate([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="prompt is empty"):
+        m.generate([], stream=True)

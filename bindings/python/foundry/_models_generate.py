@@ -80,3 +80,95 @@ class Sampler:
                                    ffi.from_buffer("int64_t[]", h), h.size,
                                    ffi.from_buffer("double[]", out)))
         return out
+
+
+def _prompt(prompt_ids):
+    """A contiguous int64 array of one prompt (a list, array, or Tensor of
+    shape [T] or [1, T])."""
+    if hasattr(prompt_ids, "numpy") and hasattr(prompt_ids, "_p"):
+        prompt_ids = prompt_ids.numpy()
+    a = np.asarray(prompt_ids)
+    if a.ndim == 2 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim != 1:
+        raise ValueError(f"generate: prompt_ids must be one sequence ([T] or [1, T]), "
+                         f"got shape {list(a.shape)}")
+    if a.size and a.dtype.kind not in "iu":
+        raise TypeError(f"generate: prompt_ids must hold integer token ids, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _default_seed():
+    """A seed from Foundry's process-wide generator, so foundry.manual_seed
+    makes seed=None reproducible (as torch.manual_seed does for HF)."""
+    w = ffi.new("uint32_t[2]")
+    lib.tm_rng_u32(ffi.NULL, w, 2)
+    return int(w[0]) | int(w[1]) << 32
+
+
+class _Stream:
+    """The generator GPT.generate(stream=True) returns: yields each new id
+    as the model produces it (tm_gpt_stream)."""
+
+    def __init__(self, model, p, keep):
+        self._model, self._keep = model, keep   # both outlive the stream
+        self._s = ffi.gc(p, lib.tm_gpt_stream_free)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._s is None:
+            raise StopIteration
+        t = lib.tm_gpt_stream_next(self._s)
+        if t == -1:
+            self.close()
+            raise StopIteration
+        if t < -1:
+            self.close()
+            raise error()
+        return int(t)
+
+    def close(self):
+        """Ends generation early and releases the stream's cache."""
+        self._s = None   # its ffi.gc destructor frees it now
+
+
+class GenerationMixin:
+    """generate() for a model holding a C tm_gpt as `self._m`."""
+
+    def generate(self, prompt_ids, max_new_tokens=64, temperature=1.0, top_k=0,
+                 top_p=1.0, min_p=0.0, repetition_penalty=1.0, seed=None,
+                 stop_tokens=None, do_sample=None, stream=False, cache_dtype=None):
+        """New token ids continuing prompt_ids (batch 1), with the KV cache.
+
+        Sampling follows Hugging Face's generate(): repetition_penalty,
+        temperature, top_k, top_p, min_p, then a draw seeded by `seed`
+        (None: a seed from foundry's global generator, see
+        foundry.manual_seed).  do_sample=False or temperature=0 is greedy.
+        Generation ends after a token of stop_tokens (which is returned),
+        after max_new_tokens, or when prompt + new ids fill the model's
+        context.  Dropout and autograd are off while generating.  Returns
+        the list of new ids, or with stream=True an iterator that yields
+        each id as it is produced (its close() stops early)."""
+        p = _prompt(prompt_ids)
+        stop = _ids(stop_tokens if stop_tokens is not None else [], "stop_tokens")
+        o = ffi.new("tm_generate_opts *", lib.tm_generate_defaults())
+        o.max_new_tokens = int(max_new_tokens)
+        o.sample = _sample_opts(temperature, top_k, top_p, min_p, repetition_penalty,
+                                _default_seed() if seed is None else seed, do_sample)[0]
+        cstop = ffi.from_buffer("int64_t[]", stop)
+        o.stop_tokens, o.n_stop = (cstop if stop.size else ffi.NULL), stop.size
+        if cache_dtype is not None:
+            o.cache_dtype = getattr(cache_dtype, "c", cache_dtype)
+        cp = ffi.from_buffer("int64_t[]", p)
+        if stream:
+            s = lib.tm_gpt_stream_new(self._m, cp, p.size, o)
+            if s == ffi.NULL:
+                raise error()
+            return _Stream(self, s, (stop, cstop))
+        out = np.empty(max(int(max_new_tokens), 1), dtype=np.int64)
+        n = ffi.new("int64_t *")
+        check(lib.tm_gpt_generate(self._m, cp, p.size, o,
+                                  ffi.from_buffer("int64_t[]", out), n))
+        return out[:n[0]].tolist()

@@ -21,6 +21,7 @@ from ._c import ffi, lib
 from ._base import wrap
 from ._tensor import Tensor
 from .nn.module import Module, Parameter
+from ._models_generate import GenerationMixin, Sampler  # noqa: F401
 
 __all__ = ["GPTConfig", "GPT", "load"]
 
@@ -211,7 +212,7 @@ def _ids(x, what="input_ids"):
     return tensor(np.asarray(x, dtype=np.int64))
 
 
-class GPT(Module):
+class GPT(GenerationMixin, Module):
     """A decoder-only transformer: GPT(config, seed=0) initialises one as
     the config says (normal(0, init_std), GPT-2's scaled residual init)
     from a generator seeded with `seed`."""
