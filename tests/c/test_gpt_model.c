@@ -409,3 +409,37 @@ TEST(gpt_every_allocation_failure_is_clean)
 {
     CHECK_EVERY_ALLOC_FAILURE(new_forward_backward, 30);
 }
+
+TEST(gpt_load_converts_bf16_and_f16_weights)
+{
+    char dir[TT_PATH_MAX], path[TT_PATH_MAX];
+    REQUIRE(tt_tmpdir(dir));
+    tm_gpt *m = tiny_model(true, 8);
+    REQUIRE(m && tm_gpt_save(m, dir) == TM_OK);
+    tm_params *ps = tm_gpt_params(m);
+    int n = tm_params_count(ps);
+    const char *names[64];
+    tm_tensor *ts[64];
+    for (int i = 0; i < n; i++) {
+        names[i] = tm_params_name(ps, i);
+        ts[i] = tm_to_dtype(tm_params_get(ps, i), i % 2 ? TM_BF16 : TM_F16);
+        REQUIRE(ts[i]);
+    }
+    tt_path(path, dir, "model.safetensors");
+    REQUIRE(tm_safetensors_save(path, names, ts, n, NULL, NULL, 0) == TM_OK);
+    tm_gpt *back = tm_gpt_load(dir);
+    REQUIRE(back);
+    tm_params *bs = tm_gpt_params(back);
+    for (int i = 0; i < n; i++) {
+        tm_tensor *want = tm_to_dtype(ts[i], TM_F32);
+        REQUIRE(want);
+        /* the conversion to F32 is exact */
+        CHECK(rel_diff(tm_params_get(bs, i), want) == 0.0);
+        CHECK(tm_dtype_of(tm_params_get(bs, i)) == TM_F32);
+        tm_free(want);
+        tm_free(ts[i]);
+    }
+    tm_gpt_free(back);
+    tm_gpt_free(m);
+    tt_rmdir(dir);
+}

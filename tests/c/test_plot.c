@@ -8,6 +8,19 @@
 
 #include <stdlib.h>
 
+/* The whole file, NUL-terminated (free()); length in *n. */
+static char *read_text(const char *path, size_t *n)
+{
+    unsigned char *b = tt_read_file(path, n);
+    char *s = b ? malloc(*n + 1) : NULL;
+    if (s) {
+        memcpy(s, b, *n);
+        s[*n] = 0;
+    }
+    free(b);
+    return s;
+}
+
 TEST(metrics_lines_are_exact_json)
 {
     char dir[TT_PATH_MAX], p[TT_PATH_MAX];
@@ -26,7 +39,7 @@ TEST(metrics_lines_are_exact_json)
                  "not valid UTF-8");
     REQUIRE(tm_metrics_close(m) == TM_OK);
     size_t n = 0;
-    char *s = (char *)tt_read_file(p, &n);
+    char *s = read_text(p, &n);
     REQUIRE(s);
     const char *want = "{\"step\": 10, \"train_loss\": 0.10000000000000001, "
                        "\"lr\": null, \"tok/s \\\"x\\\"\": null}\n{\"step\": 11}\n";
@@ -37,7 +50,7 @@ TEST(metrics_lines_are_exact_json)
     REQUIRE(m);
     CHECK(tm_metrics_log(m, 12, 1, k, v) == TM_OK);
     REQUIRE(tm_metrics_close(m) == TM_OK);
-    s = (char *)tt_read_file(p, &n);
+    s = read_text(p, &n);
     REQUIRE(s);
     CHECK_INT(n, strlen(want) + strlen("{\"step\": 12, \"train_loss\": 0.10000000000000001}\n"));
     free(s);
@@ -69,7 +82,7 @@ TEST(plot_draws_both_panels_with_legend_and_escaped_title)
     REQUIRE(tm_plot_metrics_svg(mp, sp, "gpt-tiny <demo> & co") == TM_OK);
     CHECK_INT(tt_count_entries(dir), 2);   /* no .tmp left */
     size_t n = 0;
-    char *s = (char *)tt_read_file(sp, &n);
+    char *s = read_text(sp, &n);
     REQUIRE(s);
     CHECK(!strncmp(s, "<?xml version=\"1.0\"", 19));
     CHECK(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -97,13 +110,13 @@ TEST(plot_skips_an_unfinished_last_line_and_draws_empty_runs)
     REQUIRE(write_text(mp, "{\"step\": 1, \"train_loss\": 3}\n\n{\"step\": 2, \"trai"));
     CHECK(tm_plot_metrics_svg(mp, sp, NULL) == TM_OK);
     size_t n = 0;
-    char *s = (char *)tt_read_file(sp, &n);
+    char *s = read_text(sp, &n);
     REQUIRE(s);
     CHECK(!strstr(s, ">lr</text>"));   /* no lr logged: one panel */
     free(s);
     REQUIRE(write_text(mp, ""));
     CHECK(tm_plot_metrics_svg(mp, sp, NULL) == TM_OK);
-    s = (char *)tt_read_file(sp, &n);
+    s = read_text(sp, &n);
     REQUIRE(s);
     CHECK(strstr(s, "no losses logged yet"));
     free(s);
