@@ -39,6 +39,8 @@ typedef struct tm_tokenizer tm_tokenizer;
  *           default), plus the final line.
  * The rate is smoothed (exponential average over redraws); the ETA is the
  * remaining count over it.  The final line shows the overall mean rate.
+ * Every function below accepts a NULL progress and then does nothing, so
+ * callers pass NULL for "no progress".  One thread updates a progress.
  */
 typedef enum tm_progress_mode {
     TM_PROGRESS_AUTO = 0,   /* BAR when out is a TTY, else PLAIN */
