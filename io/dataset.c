@@ -295,22 +295,24 @@ double tm_token_dataset_val_fraction(const tm_token_dataset *ds)
     return ds->val_fraction;
 }
 
-#define CHECK_DS_SPLIT(ds, split, ret)                                        \
-    do {                                                                      \
-        if (!(ds)) {                                                          \
-            TM_ERR(TM_EINVAL, "dataset is NULL");                             \
-            return ret;                                                       \
-        }                                                                     \
-        if (bad_split(split)) {                                               \
-            TM_ERR(TM_EINVAL, "split %d is not ALL, TRAIN or VAL",            \
-                   (int)(split));                                             \
-            return ret;                                                       \
-        }                                                                     \
-    } while (0)
+/* False (with the error naming fn) for a NULL dataset or a bad split. */
+static bool split_ok(const tm_token_dataset *ds, tm_token_split split,
+                     const char *fn)
+{
+    if (!ds) {
+        tm__errf(TM_EINVAL, fn, "dataset is NULL");
+        return false;
+    }
+    if (bad_split(split)) {
+        tm__errf(TM_EINVAL, fn, "split %d is not ALL, TRAIN or VAL", (int)split);
+        return false;
+    }
+    return true;
+}
 
 int64_t tm_token_dataset_tokens(const tm_token_dataset *ds, tm_token_split split)
 {
-    CHECK_DS_SPLIT(ds, split, -1);
+    if (!split_ok(ds, split, __func__)) return -1;
     if (split == TM_SPLIT_ALL) return ds->n_tokens;
     const tm__ds_split *s = &ds->split[split - 1];
     return s->cum[s->n_docs];
@@ -318,13 +320,13 @@ int64_t tm_token_dataset_tokens(const tm_token_dataset *ds, tm_token_split split
 
 int64_t tm_token_dataset_bytes(const tm_token_dataset *ds, tm_token_split split)
 {
-    CHECK_DS_SPLIT(ds, split, -1);
+    if (!split_ok(ds, split, __func__)) return -1;
     return split == TM_SPLIT_ALL ? ds->n_bytes : ds->split[split - 1].n_bytes;
 }
 
 int64_t tm_token_dataset_docs(const tm_token_dataset *ds, tm_token_split split)
 {
-    CHECK_DS_SPLIT(ds, split, -1);
+    if (!split_ok(ds, split, __func__)) return -1;
     return split == TM_SPLIT_ALL ? ds->n_docs : ds->split[split - 1].n_docs;
 }
 
@@ -382,7 +384,7 @@ tm_status tm__ds_read(const tm_token_dataset *ds, tm_token_split split,
 tm_status tm_token_dataset_read(const tm_token_dataset *ds, tm_token_split split,
                                 int64_t start, int64_t n, int64_t *out)
 {
-    CHECK_DS_SPLIT(ds, split, TM_EINVAL);
+    if (!split_ok(ds, split, __func__)) return TM_EINVAL;
     int64_t total = tm_token_dataset_tokens(ds, split);
     if (start < 0 || n < 0 || start > total || n > total - start)
         return TM_ERR(TM_ERANGE, "tokens [%lld, %lld + %lld) are outside the "
@@ -411,8 +413,8 @@ static void count_split(const tm_token_dataset *ds, tm_token_split split,
 double tm_token_dataset_unigram_loss(const tm_token_dataset *ds, tm_token_split fit,
                                      tm_token_split eval)
 {
-    CHECK_DS_SPLIT(ds, fit, NAN);
-    CHECK_DS_SPLIT(ds, eval, NAN);
+    if (!split_ok(ds, fit, __func__)) return NAN;
+    if (!split_ok(ds, eval, __func__)) return NAN;
     int64_t n_eval = tm_token_dataset_tokens(ds, eval);
     if (n_eval == 0) {
         TM_ERR(TM_EINVAL, "the eval split %d holds no tokens", (int)eval);

@@ -107,8 +107,10 @@ tm_status tm_token_dataset_check_tokenizer(const tm_token_dataset *ds,
 
 typedef struct path_list {
     char **p;
+    int64_t *sizes;
     size_t n, cap;
     int64_t bytes;
+    const tm_dataset_write_opts *o;
     /* the dataset being replaced, when it lies in an input directory */
     bool skip;
     dev_t skip_dev;
@@ -123,12 +125,16 @@ static tm_status add_path(path_list *l, const char *path, int64_t size,
         char **np = realloc(l->p, cap * sizeof *np);
         if (!np) return tm__errf(TM_ENOMEM, fn, "no memory for the file list");
         l->p = np;
+        int64_t *ns = realloc(l->sizes, cap * sizeof *ns);
+        if (!ns) return tm__errf(TM_ENOMEM, fn, "no memory for the file list");
+        l->sizes = ns;
         l->cap = cap;
     }
     size_t len = strlen(path);
     char *d = malloc(len + 1);
     if (!d) return tm__errf(TM_ENOMEM, fn, "no memory for the file list");
     memcpy(d, path, len + 1);
+    l->sizes[l->n] = size;
     l->p[l->n++] = d;
     l->bytes += size;
     return TM_OK;
@@ -145,11 +151,18 @@ static bool has_suffix(const char *name, const char *suffix)
     return n >= k && !memcmp(name + n - k, suffix, k);
 }
 
-/* Appends the regular files under dir (sorted, recursively; entries
- * starting with '.' and symbolic links skipped). */
-static tm_status walk(path_list *l, const char *dir, const char *suffix,
-                      int depth, const char *fn)
+static bool excluded(const path_list *l, const char *name)
 {
+    for (int i = 0; i < l->o->n_exclude; i++)
+        if (l->o->exclude[i] && !strcmp(name, l->o->exclude[i])) return true;
+    return name[0] == '.';
+}
+
+/* Appends the regular files under dir (sorted, recursively; entries
+ * starting with '.', excluded names and symbolic links skipped). */
+static tm_status walk(path_list *l, const char *dir, int depth, const char *fn)
+{
+    const char *suffix = l->o->suffix;
     if (depth > 64)
         return tm__errf(TM_EINVAL, fn, "%s: directories nested deeper than 64",
                         dir);
@@ -160,7 +173,7 @@ static tm_status walk(path_list *l, const char *dir, const char *suffix,
     tm_status st = TM_OK;
     struct dirent *e;
     while ((e = readdir(d)))
-        if (e->d_name[0] != '.' && (st = add_path(&names, e->d_name, 0, fn)) != TM_OK)
+        if (!excluded(l, e->d_name) && (st = add_path(&names, e->d_name, 0, fn)) != TM_OK)
             break;
     closedir(d);
     if (st == TM_OK && names.n) qsort(names.p, names.n, sizeof *names.p, cmp_names);
@@ -179,7 +192,7 @@ static tm_status walk(path_list *l, const char *dir, const char *suffix,
         if (lstat(full, &sb) != 0) {
             st = tm__errf(TM_EIO, fn, "%s: cannot stat: %s", full, strerror(errno));
         } else if (S_ISDIR(sb.st_mode)) {
-            st = walk(l, full, suffix, depth + 1, fn);
+            st = walk(l, full, depth + 1, fn);
         } else if (S_ISREG(sb.st_mode) && (!suffix || has_suffix(names.p[i], suffix)) &&
                    !(l->skip && sb.st_dev == l->skip_dev && sb.st_ino == l->skip_ino)) {
             st = add_path(l, full, (int64_t)sb.st_size, fn);
@@ -188,6 +201,7 @@ static tm_status walk(path_list *l, const char *dir, const char *suffix,
     }
     for (size_t i = 0; i < names.n; i++) free(names.p[i]);
     free(names.p);
+    free(names.sizes);
     return st;
 }
 
@@ -218,15 +232,49 @@ static char *read_file(const char *path, size_t *len, const char *fn)
     return buf;
 }
 
+tm_dataset_write_opts tm_dataset_write_defaults(void)
+{
+    tm_dataset_write_opts o = {NULL, NULL, 0, 0, NULL};
+    return o;
+}
+
 tm_status tm_token_dataset_write(const char *out_path, const char *const *inputs,
                                  int n_inputs, const char *suffix,
                                  const tm_tokenizer *tok, tm_progress *progress)
 {
+    tm_dataset_write_opts o = tm_dataset_write_defaults();
+    o.suffix = suffix;
+    o.progress = progress;
+    tm_status st = tm_token_dataset_write_ex(out_path, inputs, n_inputs, tok, &o);
+    return st == TM_OK ? TM_OK : tm__relabel_error(__func__, st);
+}
+
+/* Keeps the longest prefix of the list within max_bytes. */
+static void cap_bytes(path_list *l, int64_t max_bytes)
+{
+    int64_t sum = 0;
+    size_t keep = 0;
+    while (keep < l->n && sum + l->sizes[keep] <= max_bytes) sum += l->sizes[keep++];
+    for (size_t i = keep; i < l->n; i++) free(l->p[i]);
+    l->n = keep;
+    l->bytes = sum;
+}
+
+tm_status tm_token_dataset_write_ex(const char *out_path, const char *const *inputs,
+                                    int n_inputs, const tm_tokenizer *tok,
+                                    const tm_dataset_write_opts *o)
+{
     const char *fn = __func__;
-    if (!out_path || !tok || n_inputs < 1 || !inputs)
-        return TM_ERR(TM_EINVAL, "needs an output path, a tokenizer and at "
-                      "least one input (n_inputs %d)", n_inputs);
+    if (!out_path || !tok || n_inputs < 1 || !inputs || !o)
+        return TM_ERR(TM_EINVAL, "needs an output path, a tokenizer, options and "
+                      "at least one input (n_inputs %d)", n_inputs);
+    if (o->max_bytes < 0 || o->n_exclude < 0 || (o->n_exclude && !o->exclude))
+        return TM_ERR(TM_EINVAL, "max_bytes %lld or n_exclude %d is invalid",
+                      (long long)o->max_bytes, o->n_exclude);
+    const char *suffix = o->suffix;
+    tm_progress *progress = o->progress;
     path_list files = {0};
+    files.o = o;
     tm_status st = TM_OK;
     tm_token_writer *w = NULL;
     struct stat ob;
@@ -240,11 +288,12 @@ tm_status tm_token_dataset_write(const char *out_path, const char *const *inputs
         if (!inputs[i]) st = TM_ERR(TM_EINVAL, "input %d is NULL", i);
         else if (stat(inputs[i], &sb) != 0)
             st = TM_ERR(TM_EIO, "%s: cannot read: %s", inputs[i], strerror(errno));
-        else if (S_ISDIR(sb.st_mode)) st = walk(&files, inputs[i], suffix, 0, fn);
+        else if (S_ISDIR(sb.st_mode)) st = walk(&files, inputs[i], 0, fn);
         else if (S_ISREG(sb.st_mode))
             st = add_path(&files, inputs[i], (int64_t)sb.st_size, fn);
         else st = TM_ERR(TM_EINVAL, "%s: not a file or directory", inputs[i]);
     }
+    if (st == TM_OK && o->max_bytes > 0) cap_bytes(&files, o->max_bytes);
     if (st == TM_OK && files.n == 0)
         st = TM_ERR(TM_EINVAL, "no input files%s%s%s", suffix ? " ending in \"" : "",
                     suffix ? suffix : "", suffix ? "\"" : "");
@@ -280,5 +329,6 @@ tm_status tm_token_dataset_write(const char *out_path, const char *const *inputs
 done:
     for (size_t i = 0; i < files.n; i++) free(files.p[i]);
     free(files.p);
+    free(files.sizes);
     return st;
 }

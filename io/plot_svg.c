@@ -149,8 +149,17 @@ static void tick_label(char *buf, size_t n, double v, double step)
 {
     if (fabs(v) < step * 1e-9) v = 0;
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-    if (fabs(v) >= 1e6 || (v != 0 && dec > 5)) snprintf(buf, n, "%.3g", v);
-    else snprintf(buf, n, "%.*f", dec, v);
+    if (fabs(v) >= 1e6 || (v != 0 && dec > 5)) {
+        snprintf(buf, n, "%.3g", v);
+        return;
+    }
+    snprintf(buf, n, "%.*f", dec, v);
+    /* 0.0010 -> 0.001, 0.0000 -> 0: the step's digits, no padding */
+    if (dec > 0) {
+        size_t k = strlen(buf);
+        while (k > 0 && buf[k - 1] == '0') buf[--k] = 0;
+        if (k > 0 && buf[k - 1] == '.') buf[--k] = 0;
+    }
 }
 
 typedef struct panel {

@@ -263,7 +263,9 @@ static void draw(tm_progress *p, double t, bool final)
 static void sample_rate(tm_progress *p, double t)
 {
     double dt = t - p->t_last;
-    if (dt <= 0) return;
+    /* a burst of updates microseconds apart says nothing about the rate;
+     * its count joins the next sample */
+    if (dt < 1e-3) return;
     double r = (double)(p->n - p->n_last) / dt;
     p->rate = p->rate < 0 ? r : SMOOTHING * r + (1 - SMOOTHING) * p->rate;
     p->t_last = t;

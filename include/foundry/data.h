@@ -39,6 +39,8 @@ typedef struct tm_tokenizer tm_tokenizer;
  *           default), plus the final line.
  * The rate is smoothed (exponential average over redraws); the ETA is the
  * remaining count over it.  The final line shows the overall mean rate.
+ * Every function below accepts a NULL progress and then does nothing, so
+ * callers pass NULL for "no progress".  One thread updates a progress.
  */
 typedef enum tm_progress_mode {
     TM_PROGRESS_AUTO = 0,   /* BAR when out is a TTY, else PLAIN */
@@ -117,6 +119,22 @@ void tm_token_writer_abort(tm_token_writer *w);
  * file; its total is set to the bytes of all files. */
 tm_status tm_token_dataset_write(const char *out_path, const char *const *inputs, int n_inputs,
                                  const char *suffix, const tm_tokenizer *tok, tm_progress *progress);
+/* The same with more choices (defaults: tm_dataset_write_defaults()). */
+typedef struct tm_dataset_write_opts {
+    const char *suffix;            /* NULL: every walked file */
+    /* file or directory names (not paths) skipped in walks, e.g.
+     * "site-packages", "__pycache__"; names starting with '.' always are */
+    const char *const *exclude;
+    int n_exclude;
+    /* > 0: only the longest prefix of the sorted file list whose sizes fit
+     * (a shortened corpus for quick runs); 0: everything */
+    int64_t max_bytes;
+    tm_progress *progress;         /* may be NULL */
+} tm_dataset_write_opts;
+tm_dataset_write_opts tm_dataset_write_defaults(void);
+tm_status tm_token_dataset_write_ex(const char *out_path, const char *const *inputs,
+                                    int n_inputs, const tm_tokenizer *tok,
+                                    const tm_dataset_write_opts *o);
 /* A writer encoding with tok (borrowed: it must outlive the writer); the
  * header takes tok's vocab size and hash. */
 tm_token_writer *tm_token_writer_new(const char *path, const tm_tokenizer *tok);

@@ -224,3 +224,44 @@ TEST(loader_keeps_its_split_when_the_val_fraction_changes)
     tm_token_dataset_close(ds);
     tt_rmdir(dir);
 }
+
+/* The counting dataset's bytes, made before the allocation counting. */
+static unsigned char *g_bytes;
+static size_t g_size;
+
+static tm_status open_split_and_draw(void)
+{
+    tm_token_dataset *ds = tm_token_dataset_open_memory(g_bytes, g_size);
+    if (!ds) return tm_last_status();
+    tm_status st = tm_token_dataset_set_val_fraction(ds, 0.3);
+    tm_token_loader *l = NULL;
+    tm_tensor *x = NULL, *y = NULL;
+    if (st != TM_OK) goto done;
+    l = tm_token_loader_new(ds, TM_SPLIT_VAL, 2, 4, 1);
+    if (!l) {
+        st = tm_last_status();
+        goto done;
+    }
+    st = tm_token_loader_next(l, &x, &y);
+done:
+    tm_free(x);
+    tm_free(y);
+    tm_token_loader_free(l);
+    tm_token_dataset_close(ds);
+    return st;
+}
+
+TEST(dataset_open_split_and_loader_survive_every_allocation_failure)
+{
+    char dir[TT_PATH_MAX], p[TT_PATH_MAX];
+    int64_t total = 0;
+    tm_token_dataset *ds = open_counting(dir, &total);
+    REQUIRE(ds);
+    tm_token_dataset_close(ds);
+    g_bytes = tt_read_file(tt_path(p, dir, "c.tok"), &g_size);
+    tt_rmdir(dir);
+    REQUIRE(g_bytes);
+    CHECK_EVERY_ALLOC_FAILURE(open_split_and_draw, 8);
+    free(g_bytes);
+    g_bytes = NULL;
+}

@@ -224,3 +224,42 @@ TEST(dataset_write_reports_bad_inputs_and_leaves_nothing)
     tm_tokenizer_free(tok);
     tt_rmdir(dir);
 }
+
+TEST(dataset_write_ex_excludes_names_and_caps_bytes)
+{
+    char dir[TT_PATH_MAX], out[TT_PATH_MAX];
+    REQUIRE(tt_tmpdir(dir));
+    if (!make_tree(dir)) {
+        remove_tree(dir);
+        REQUIRE(!"cannot build the tree");
+    }
+    tm_tokenizer *tok = bpe_with_eos();
+    REQUIRE(tok);
+    const char *in[1] = {dir}, *ex[2] = {"z", "nothing"};
+    tt_path(out, dir, "out.tok");
+    tm_dataset_write_opts o = tm_dataset_write_defaults();
+    o.suffix = ".py";
+    o.exclude = ex;
+    o.n_exclude = 2;
+    CHECK(tm_token_dataset_write_ex(out, in, 1, tok, &o) == TM_OK);
+    tm_token_dataset *ds = tm_token_dataset_open(out);
+    REQUIRE(ds);
+    CHECK_INT(tm_token_dataset_docs(ds, TM_SPLIT_ALL), 2);    /* a.py, sub/c.py */
+    CHECK_INT(tm_token_dataset_bytes(ds, TM_SPLIT_ALL), 9);
+    tm_token_dataset_close(ds);
+    o.n_exclude = 0;
+    o.max_bytes = 8;   /* a.py (7) fits, a.py + sub/c.py (9) does not */
+    CHECK(tm_token_dataset_write_ex(out, in, 1, tok, &o) == TM_OK);
+    ds = tm_token_dataset_open(out);
+    REQUIRE(ds);
+    CHECK_INT(tm_token_dataset_docs(ds, TM_SPLIT_ALL), 1);
+    CHECK_INT(tm_token_dataset_bytes(ds, TM_SPLIT_ALL), 7);
+    tm_token_dataset_close(ds);
+    o.max_bytes = 3;
+    CHECK_STATUS(tm_token_dataset_write_ex(out, in, 1, tok, &o), TM_EINVAL, "no input files");
+    o.max_bytes = -1;
+    CHECK_STATUS(tm_token_dataset_write_ex(out, in, 1, tok, &o), TM_EINVAL,
+                 "max_bytes -1 or n_exclude 0 is invalid");
+    tm_tokenizer_free(tok);
+    remove_tree(dir);
+}

@@ -96,6 +96,8 @@ TEST(plot_draws_both_panels_with_legend_and_escaped_title)
     CHECK_INT(circles, 3 + 1);   /* val markers at steps 0, 50, 100 + legend */
     /* step axis 0..100 in ticks of 20 (8 wanted intervals -> 20: 1-2-5) */
     CHECK(strstr(s, ">100</text>") && strstr(s, ">20</text>"));
+    /* lr 0.0005..0.001 in steps of 0.0002, printed without padding zeros */
+    CHECK(strstr(s, ">0.0004</text>") && strstr(s, ">0.001</text>"));
     CHECK(strstr(s, "</svg>\n"));
     free(s);
     tt_rmdir(dir);

@@ -175,6 +175,13 @@ def test_write_token_dataset_from_a_directory_with_progress(tmp_path, capfd):
         ds.check_tokenizer("gpt2")
     err = capfd.readouterr().err
     assert "tokenize 100% 18/18 [" in err and " B/s]" in err
+    two = foundry.data.write_token_dataset(tmp_path / "x.tok", corpus, tok,
+                                           exclude=["pkg"], progress=False)
+    assert two.docs() == 2   # a.py and notes.txt
+    one = foundry.data.write_token_dataset(tmp_path / "y.tok", corpus, tok,
+                                           suffix=".py", max_bytes=12,
+                                           progress=False)
+    assert one.docs() == 1 and one.bytes() == 12
     with pytest.raises(OSError, match="cannot read"):
         foundry.data.write_token_dataset(tmp_path / "e.tok", tmp_path / "nope",
                                          tok, progress=False)

@@ -197,22 +197,32 @@ class TokenLoader:
         _c.check(lib.tm_token_loader_seek(self._p, batches))
 
 
-def write_token_dataset(out, inputs, tokenizer, suffix=None, progress=True):
+def write_token_dataset(out, inputs, tokenizer, suffix=None, progress=True,
+                        exclude=(), max_bytes=None):
     """Tokenizes files (directories: every file under them, sorted; only
-    names ending in `suffix` when given) into the dataset `out`, one
-    document per file with the tokenizer's end-of-text id after each.
+    names ending in `suffix` when given; names in `exclude`, such as
+    "site-packages", and names starting with "." skipped) into the dataset
+    `out`, one document per file with the tokenizer's end-of-text id after
+    each.  max_bytes keeps the longest prefix of the sorted files that fits.
     Returns the opened TokenDataset."""
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
     paths = [ffi.new("char[]", _path(p)) for p in inputs]
     arr = ffi.new("const char *[]", paths)
+    ex = [ffi.new("char[]", os.fsencode(e)) for e in exclude]
+    o = ffi.new("tm_dataset_write_opts *", lib.tm_dataset_write_defaults())
+    sfx = ffi.NULL if suffix is None else ffi.new("char[]", suffix.encode())
+    o.suffix = sfx
+    ex_arr = ffi.new("const char *[]", ex) if ex else ffi.NULL
+    o.exclude = ex_arr
+    o.n_exclude = len(ex)
+    o.max_bytes = int(max_bytes or 0)
     from .progress import tqdm
     bar = tqdm(desc="tokenize", total=0, unit="B", disable=not progress)
+    o.progress = bar._h()
     try:
-        _c.check(lib.tm_token_dataset_write(
-            _path(out), arr, len(paths),
-            ffi.NULL if suffix is None else suffix.encode(),
-            _tokenizer_ptr(tokenizer), bar._h()))
+        _c.check(lib.tm_token_dataset_write_ex(
+            _path(out), arr, len(paths), _tokenizer_ptr(tokenizer), o))
     finally:
         bar.close()
     return TokenDataset(out)
