@@ -497,8 +497,15 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
         if (id && id->type == TM__JSON_INT && id->i > maxid)
             maxid = id->i;
     }
-    if (maxid < 0 || maxid >= INT32_MAX) {
-        tm__errf(TM_EFORMAT, fn, "model.vocab: %s", maxid < 0 ? "empty" : "ids too large");
+    if (maxid < 0) {
+        bad(j, TM_EFORMAT, "model.vocab", "empty");
+        goto done;
+    }
+    /* without gaps the largest id is below the number of entries; checked
+     * before sizing any table by it */
+    if ((uint64_t)maxid >= (uint64_t)vocab->count + na) {
+        tm__errf(TM_EFORMAT, fn, "model.vocab: id %lld with only %zu tokens: ids must be 0..n-1 without gaps",
+                 (long long)maxid, vocab->count + na);
         goto done;
     }
     L.n = maxid + 1;

@@ -304,7 +304,9 @@ TEST(tokenizer_json_loader_refuses_what_it_cannot_reproduce)
     CHECK_LOAD_BAD(DOC("null", V3, "[\"b a\"]", ""), TM_EFORMAT, "\"ba\" is not in the vocab");
     CHECK_LOAD_BAD(DOC("null", V3, "[\"a b c\"]", ""), TM_EFORMAT, "two tokens");
     CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":0}", "[]", ""), TM_EFORMAT, "id 0 is used twice");
-    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2}", "[]", ""), TM_EFORMAT, "no token has id 1");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2}", "[]", ""), TM_EFORMAT, "without gaps");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2,\"c\":2}", "[]", ""), TM_EFORMAT, "id 2 is used twice");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2000000000}", "[]", ""), TM_EFORMAT, "without gaps");
     CHECK_LOAD_BAD(DOC("null", "{\"a\":-1}", "[]", ""), TM_EFORMAT, "out of range");
     CHECK_LOAD_BAD(DOC("null", V3, "[]",
                        "{\"id\":3,\"content\":\"<s>\",\"single_word\":false,\"lstrip\":true,"
