@@ -14,6 +14,7 @@
 #   make fuzz-idx         libFuzzer + ASan on the IDX reader and inflate
 #   make fuzz-dataset     libFuzzer + ASan on the token-dataset reader
 #   make fuzz-gpt-config  libFuzzer + ASan on the model's config.json reader
+#   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -226,10 +227,10 @@ refdata:
 # Fuzz targets (tests/fuzz/fuzz_<name>.c, corpus in tests/fuzz/corpus/<name>/).
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
-.PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config fuzz-corpus \
-        fuzz-corpus-run
+.PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
+        fuzz-tokenizer-json fuzz-corpus fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
-FUZZ_TARGETS += fuzz_gpt_config
+FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -272,6 +273,13 @@ fuzz-gpt-config:
 	$(FUZZ_B)/fuzz/fuzz_gpt_config -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-gpt_config tests/fuzz/corpus/gpt_config
+
+fuzz-tokenizer-json:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_tokenizer_json
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-tokenizer_json
+	$(FUZZ_B)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-tokenizer_json tests/fuzz/corpus/tokenizer_json
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

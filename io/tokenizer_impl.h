@@ -6,6 +6,7 @@
 #define FOUNDRY_IO_TOKENIZER_IMPL_H
 
 #include "foundry/tokenizer.h"
+#include "json.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -145,5 +146,26 @@ struct tm_tokenizer {
     char *ckeys; size_t ckeys_n, ckeys_cap;
     int32_t *cids; size_t cids_n, cids_cap;
 };
+
+/* ------------------------------------------------- tokenizer.json reading */
+
+/* A parsed document and the public function that reports its errors. */
+typedef struct tm__jl { const tm__json_doc *d; const char *fn; } tm__jl;
+/* The post-processor's single template: ids before and after sequence A. */
+typedef struct tm__tj_tmpl { int32_t *pre, *post; int n_pre, n_post; } tm__tj_tmpl;
+
+const tm__json_node *tm__tj_node(const tm__jl *j, size_t i);
+size_t tm__tj_idx(const tm__jl *j, const tm__json_node *n);
+/* "fn: path: what" with status s. */
+tm_status tm__tj_bad(const tm__jl *j, tm_status s, const char *path, const char *what);
+/* Every key of object o must be one of keys (NULL-terminated). */
+tm_status tm__tj_only_keys(const tm__jl *j, size_t o, const char *path, const char *const *keys);
+/* Member key of o in *out (NULL when absent, or null and nullable); of type ty. */
+tm_status tm__tj_member(const tm__jl *j, size_t o, const char *key, tm__json_type ty, bool nullable,
+                        const char *path, const tm__json_node **out);
+tm_status tm__tj_bool(const tm__jl *j, size_t o, const char *key, const char *path, bool dflt, bool *v);
+tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p);
+tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec);
+tm_status tm__tj_post(const tm__jl *j, const tm__json_node *n, tm__tj_tmpl *t);
 
 #endif

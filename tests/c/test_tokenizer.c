@@ -7,6 +7,7 @@
 
 #include "../../io/tokenizer_impl.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,7 +304,9 @@ TEST(tokenizer_json_loader_refuses_what_it_cannot_reproduce)
     CHECK_LOAD_BAD(DOC("null", V3, "[\"b a\"]", ""), TM_EFORMAT, "\"ba\" is not in the vocab");
     CHECK_LOAD_BAD(DOC("null", V3, "[\"a b c\"]", ""), TM_EFORMAT, "two tokens");
     CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":0}", "[]", ""), TM_EFORMAT, "id 0 is used twice");
-    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2}", "[]", ""), TM_EFORMAT, "no token has id 1");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2}", "[]", ""), TM_EFORMAT, "without gaps");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2,\"c\":2}", "[]", ""), TM_EFORMAT, "id 2 is used twice");
+    CHECK_LOAD_BAD(DOC("null", "{\"a\":0,\"b\":2000000000}", "[]", ""), TM_EFORMAT, "without gaps");
     CHECK_LOAD_BAD(DOC("null", "{\"a\":-1}", "[]", ""), TM_EFORMAT, "out of range");
     CHECK_LOAD_BAD(DOC("null", V3, "[]",
                        "{\"id\":3,\"content\":\"<s>\",\"single_word\":false,\"lstrip\":true,"
@@ -341,5 +344,44 @@ TEST(tokenizer_without_a_unit_for_a_byte_fails_clearly)
     CHECK_STATUS(tm_tokenizer_encode(t, "abz", 3, &b), TM_EINVAL, "no token for byte 0x7A at offset 2");
     CHECK_INT(b.n, 0);
     tm_token_buf_free(&b);
+    tm_tokenizer_free(t);
+}
+
+typedef struct enc_job { const tm_tokenizer *t; const char *s; size_t n; int64_t want_n; const int32_t *want; bool ok; } enc_job;
+
+static void *encode_many(void *arg)
+{
+    enc_job *j = arg;
+    j->ok = true;
+    for (int it = 0; it < 50; it++) {
+        tm_token_buf b = {0};
+        j->ok = j->ok && tm_tokenizer_encode(j->t, j->s, j->n, &b) == TM_OK && b.n == j->want_n &&
+                memcmp(b.ids, j->want, (size_t)b.n * sizeof *b.ids) == 0;
+        tm_token_buf_free(&b);
+    }
+    return NULL;
+}
+
+TEST(tokenizer_encodes_from_several_threads_at_once)
+{
+    /* the piece cache is shared: threads must see the single-threaded ids */
+    tm_tokenizer *t = small_bpe(true);
+    REQUIRE(t);
+    int32_t want[512];
+    int64_t nw = enc(t, multilingual, sizeof multilingual - 1, want, 512);
+    REQUIRE(nw > 0);
+    tm_tokenizer_free(t);
+    t = small_bpe(true); /* a cold cache, filled concurrently */
+    REQUIRE(t);
+    pthread_t th[4];
+    enc_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (enc_job){t, multilingual, sizeof multilingual - 1, nw, want, false};
+        REQUIRE(pthread_create(&th[i], NULL, encode_many, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].ok);
+    }
     tm_tokenizer_free(t);
 }

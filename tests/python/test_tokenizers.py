@@ -239,3 +239,23 @@ def test_loader_errors_are_python_exceptions(tmp_path):
     spec["normalizer"] = {"type": "NFC"}
     with pytest.raises(NotImplementedError, match="normalizer"):
         Tokenizer.from_str(json.dumps(spec))
+
+
+def test_added_tokens_match_hf(tmp_path):
+    ref, path = _train("gpt2", tmp_path)
+    ref.add_tokens(["<custom>", "spaced tok", "def"])
+    ref.add_special_tokens(["<|im_start|>", "<|im_end|>"])
+    p = str(tmp_path / "added.json")
+    ref.save(p)
+    tok = Tokenizer.from_file(p)
+    assert tok.get_vocab_size() == ref.get_vocab_size()
+    assert tok.get_vocab_size(with_added_tokens=False) == \
+        ref.get_vocab_size(with_added_tokens=False)
+    texts = ["<|im_start|>user\ndef f(): <custom>spaced tok<|im_end|>",
+             "x<custom><custom> spaced tokens def<|im_start|><|im_end|>"] + TEXTS[-10:]
+    _check_same(ref, tok, texts)
+    for t in texts[:2]:
+        ids = ref.encode(t).ids
+        assert tok.decode(ids) == ref.decode(ids)
+        assert tok.decode(ids, skip_special_tokens=False) == t
+    assert tok.eos_id == tok.token_to_id("<|endoftext|>")
