@@ -12,6 +12,7 @@
 #   make fuzz-safetensors libFuzzer + ASan on the safetensors reader
 #                         (clang; FUZZ_TIME seconds, default 60)
 #   make fuzz-idx         libFuzzer + ASan on the IDX reader and inflate
+#   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -210,8 +211,8 @@ refdata:
 # Fuzz targets (tests/fuzz/fuzz_<name>.c, corpus in tests/fuzz/corpus/<name>/).
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
-.PHONY: fuzz-safetensors fuzz-idx fuzz-corpus fuzz-corpus-run
-FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_bpe_train
+.PHONY: fuzz-safetensors fuzz-idx fuzz-tokenizer-json fuzz-bpe-train fuzz-corpus fuzz-corpus-run
+FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_tokenizer_json fuzz_bpe_train
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -240,6 +241,20 @@ fuzz-idx:
 	$(FUZZ_B)/fuzz/fuzz_idx -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-idx tests/fuzz/corpus/idx
+
+fuzz-tokenizer-json:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_tokenizer_json
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-tokenizer_json
+	$(FUZZ_B)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-tokenizer_json tests/fuzz/corpus/tokenizer_json
+
+fuzz-bpe-train:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_bpe_train
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-bpe_train
+	$(FUZZ_B)/fuzz/fuzz_bpe_train -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-bpe_train tests/fuzz/corpus/bpe_train
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

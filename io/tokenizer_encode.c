@@ -297,8 +297,9 @@ static tm_status encode_cached(const tm_tokenizer *tc, const char *p, size_t n, 
     pthread_mutex_unlock(&t->lock);
     int64_t base = out->n;
     st = encode_piece(t, p, n, out);
-    if (st == TM_OK && t->cache && pthread_mutex_trylock(&t->lock) == 0) {
-        cache_put(t, h, p, n, out->ids + base, out->n - base);
+    if (st == TM_OK && pthread_mutex_trylock(&t->lock) == 0) {
+        if (t->cache)
+            cache_put(t, h, p, n, out->ids + base, out->n - base);
         pthread_mutex_unlock(&t->lock);
     }
     return st;

@@ -483,6 +483,12 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
                      tm__fmt_name(nb, sizeof nb, N(j, c)->key, N(j, c)->key_len));
             goto done;
         }
+        if (N(j, c)->i < 0) {
+            char nb[64];
+            tm__errf(TM_EFORMAT, fn, "model.vocab[\"%s\"]: id %lld is out of range",
+                     tm__fmt_name(nb, sizeof nb, N(j, c)->key, N(j, c)->key_len), (long long)N(j, c)->i);
+            goto done;
+        }
         maxid = N(j, c)->i > maxid ? N(j, c)->i : maxid;
     }
     size_t na = added ? added->count : 0, ca = added ? idx(j, added) + 1 : 0;
