@@ -13,6 +13,7 @@
 #                         (clang; FUZZ_TIME seconds, default 60)
 #   make fuzz-idx         libFuzzer + ASan on the IDX reader and inflate
 #   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
+#   make fuzz-bpe-train   libFuzzer + ASan on the BPE trainer (round trips)
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
