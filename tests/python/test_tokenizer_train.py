@@ -57,7 +57,7 @@ def _stdlib_docs(start, limit):
 @pytest.fixture(scope="module")
 def corpus():
     train = _stdlib_docs(0, 1_500_000) + [MULTILINGUAL * 20]
-    held = _stdlib_docs(3_000_000, 500_000) + [MULTILINGUAL]
+    held = _stdlib_docs(3_000_000, 300_000) + [MULTILINGUAL]
     return train, held
 
 
