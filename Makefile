@@ -15,6 +15,7 @@
 #   make fuzz-dataset     libFuzzer + ASan on the token-dataset reader
 #   make fuzz-gpt-config  libFuzzer + ASan on the model's config.json reader
 #   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
+#   make fuzz-bpe-train   libFuzzer + ASan on the BPE trainer (round trips)
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -228,7 +229,7 @@ refdata:
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
-        fuzz-tokenizer-json fuzz-corpus fuzz-corpus-run
+        fuzz-tokenizer-json fuzz-bpe-train fuzz-corpus fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
 FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json
 FUZZ_TIME ?= 60
@@ -280,6 +281,13 @@ fuzz-tokenizer-json:
 	$(FUZZ_B)/fuzz/fuzz_tokenizer_json -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-tokenizer_json tests/fuzz/corpus/tokenizer_json
+
+fuzz-bpe-train:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_bpe_train
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-bpe_train
+	$(FUZZ_B)/fuzz/fuzz_bpe_train -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-bpe_train tests/fuzz/corpus/bpe_train
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

@@ -57,8 +57,7 @@ static tm_status words_rehash(tm__bpe_words *ws, uint64_t nslots)
     uint32_t *s = tm__calloc((size_t)nslots * sizeof *s, "tm_bpe_trainer");
     if (!s) return TM_ENOMEM;
     for (uint32_t i = 0; i < ws->n; i++) {
-        const tm__bpe_word *w = &ws->w[i];
-        uint64_t h = hash_bytes(ws->bytes + w->off, w->len) & (nslots - 1);
+        uint64_t h = ws->w[i].hash & (nslots - 1);
         while (s[h]) h = (h + 1) & (nslots - 1);
         s[h] = i + 1;
     }
@@ -83,10 +82,12 @@ tm_status tm__bpe_words_add(tm__bpe_words *ws, const unsigned char *p,
         tm_status st = words_rehash(ws, ws->nslots ? ws->nslots * 2 : 1024);
         if (st) return st;
     }
-    uint64_t h = hash_bytes(p, len) & (ws->nslots - 1);
+    uint32_t full = (uint32_t)hash_bytes(p, len);
+    uint64_t h = full & (ws->nslots - 1);
     for (; ws->slots[h]; h = (h + 1) & (ws->nslots - 1)) {
         tm__bpe_word *w = &ws->w[ws->slots[h] - 1];
-        if (w->len == len && !memcmp(ws->bytes + w->off, p, len)) {
+        if (w->hash == full && w->len == len &&
+            !memcmp(ws->bytes + w->off, p, len)) {
             w->count += count;
             return TM_OK;
         }
@@ -100,7 +101,7 @@ tm_status tm__bpe_words_add(tm__bpe_words *ws, const unsigned char *p,
     if (st) return st;
     memcpy(ws->bytes + ws->nbytes, p, len);
     ws->w[ws->n] = (tm__bpe_word){.off = ws->nbytes, .len = (uint32_t)len,
-                                  .count = count};
+                                  .hash = full, .count = count};
     ws->nbytes += len;
     ws->slots[h] = ++ws->n;
     return TM_OK;

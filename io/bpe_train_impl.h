@@ -19,6 +19,7 @@
 typedef struct tm__bpe_word {
     uint64_t off;   /* of its bytes in tm__bpe_words.bytes */
     uint32_t len;
+    uint32_t hash;  /* low bits of the hash of its bytes */
     uint64_t count;
 } tm__bpe_word;
 

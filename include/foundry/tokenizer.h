@@ -132,7 +132,8 @@ typedef struct tm_bpe_trainer tm_bpe_trainer;
  * token already). */
 tm_bpe_trainer *tm_bpe_trainer_new(const tm_bpe_train_opts *o);
 /* Counts the pre-token pieces of one document text[len] (any bytes; feed
- * documents one at a time, no need to hold the corpus in memory). */
+ * documents one at a time, no need to hold the corpus in memory).  On
+ * failure (out of memory) the document may be partly counted. */
 tm_status tm_bpe_trainer_feed(tm_bpe_trainer *tr, const char *text, size_t len);
 /* The tokenizer of the merges learned from everything fed so far (fewer
  * tokens than vocab_size when the corpus runs out of pairs of count >=
