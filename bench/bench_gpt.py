@@ -62,6 +62,7 @@ class FoundryGPT:
         c.vocab_size, c.context, c.d_model = vocab, context, d
         c.n_layers, c.n_heads, c.n_kv_heads = layers, heads, heads
         c.head_dim, c.d_ff, c.dropout = 0, 4 * d, 0.0
+        c.bos_id = c.eos_id = -1
         rng = ffi.new("tm_rng *", lib.tm_rng_new(seed))
         m = lib.tm_gpt_new(c, rng)
         if m == ffi.NULL:
