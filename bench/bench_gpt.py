@@ -296,7 +296,7 @@ def bench_shakespeare(F, torch, args):
     data = np.array([stoi[c] for c in text], dtype=np.int64)
     n = int(0.9 * len(data))
     train, val = data[:n], data[n:]
-    V, T, B, d, L, H, iters = len(chars), 64, 12, 128, 4, 4, 2000
+    V, T, B, d, L, H, iters = len(chars), 64, 12, 128, 4, 4, args.iters
     if args.quick:
         iters = 50
     lr, min_lr, warmup = 1e-3, 1e-4, 100
@@ -339,7 +339,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="small shapes, one round (smoke run)")
-    ap.add_argument("--shakespeare", action="store_true", help="also run (c), about 2 minutes")
+    ap.add_argument("--shakespeare", action="store_true", help="also run (c), minutes per library")
+    ap.add_argument("--iters", type=int, default=2000, help="iterations of (c) (nanoGPT's: 2000)")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.rounds = 0.5, 1
