@@ -12,6 +12,8 @@
 #   make fuzz-safetensors libFuzzer + ASan on the safetensors reader
 #                         (clang; FUZZ_TIME seconds, default 60)
 #   make fuzz-idx         libFuzzer + ASan on the IDX reader and inflate
+#   make fuzz-dataset     libFuzzer + ASan on the token-dataset reader
+#   make fuzz-gpt-config  libFuzzer + ASan on the model's config.json reader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -208,8 +210,10 @@ refdata:
 # Fuzz targets (tests/fuzz/fuzz_<name>.c, corpus in tests/fuzz/corpus/<name>/).
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
-.PHONY: fuzz-safetensors fuzz-idx fuzz-corpus fuzz-corpus-run
-FUZZ_TARGETS := fuzz_safetensors fuzz_idx
+.PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config fuzz-corpus \
+        fuzz-corpus-run
+FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset
+FUZZ_TARGETS += fuzz_gpt_config
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -238,6 +242,20 @@ fuzz-idx:
 	$(FUZZ_B)/fuzz/fuzz_idx -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-idx tests/fuzz/corpus/idx
+
+fuzz-dataset:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_dataset
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-dataset
+	$(FUZZ_B)/fuzz/fuzz_dataset -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-dataset tests/fuzz/corpus/dataset
+
+fuzz-gpt-config:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_gpt_config
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-gpt_config
+	$(FUZZ_B)/fuzz/fuzz_gpt_config -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-gpt_config tests/fuzz/corpus/gpt_config
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

@@ -25,6 +25,8 @@
 #include "foundry/io.h"
 #include "foundry/backend.h"
 #include "foundry/attention.h"
+#include "foundry/data.h"
+#include "foundry/tokenizer.h"
 #include "foundry/models.h"
 
 #endif

@@ -153,9 +153,9 @@ tm_status tm_gpt_config_check(const tm_gpt_config *c)
                         "n_kv_heads %lld does not divide n_heads %lld",
                         (long long)c->n_kv_heads, (long long)c->n_heads);
     int64_t hd = tm_gpt_config_head_dim(c);
-    if (hd < 1)
-        return tm__errf(TM_EINVAL, fn, "head_dim must be >= 1, not %lld",
-                        (long long)hd);
+    if (hd < 1 || hd > 1 << 16)
+        return tm__errf(TM_EINVAL, fn, "head_dim (d_model / n_heads when 0) "
+                        "must be in [1, 65536], not %lld", (long long)hd);
     if (c->pos != TM_GPT_POS_LEARNED && c->pos != TM_GPT_POS_ROPE)
         return tm__errf(TM_EINVAL, fn, "pos must be LEARNED or ROPE, not %d",
                         (int)c->pos);

@@ -141,7 +141,8 @@ static tm_status check_ids(const tm_tensor *ids,
     if (!ids) return tm__errf(TM_EINVAL, fn, "%s is NULL", what);
     tm_dtype dt = tm_dtype_of(ids);
     if (dt != TM_I64 && dt != TM_I32)
-        return tm__errf(TM_EDTYPE, fn, "%s must be I64 or I32, not %s", what,
+        return tm__errf(TM_EDTYPE, fn, "%s must be %s or %s, not %s", what,
+                        tm_dtype_name(TM_I64), tm_dtype_name(TM_I32),
                         tm_dtype_name(dt));
     char sb[TM_SHAPE_BUF];
     if (tm_ndim(ids) != 2 || tm_shape(ids)[0] < 1 || tm_shape(ids)[1] < 1)

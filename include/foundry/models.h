@@ -30,6 +30,7 @@
 #define FOUNDRY_MODELS_H
 
 #include "attention.h"
+#include "data.h"
 #include "nn.h"
 
 #ifdef __cplusplus
@@ -195,6 +196,29 @@ tm_status tm_gpt_save(const tm_gpt *m, const char *dir);
  * skipped); a bad config.json gives tm_gpt_config_from_json's error.
  * Returns a new model; release with tm_gpt_free. */
 tm_gpt *tm_gpt_load(const char *dir);
+
+/* Evaluation over a split of a token dataset (foundry/data.h): windows of
+ * T + 1 tokens in order, window w holding tokens [w T, w T + T] of the
+ * split, so every token after the first is a target exactly once; over the
+ * whole split (max_batches 0) a shorter last window takes the tokens left
+ * over, else it stops after max_batches batches of `batch` windows.  No
+ * grad, dropout off during it (the training flag is restored).  progress
+ * (may be NULL) advances by the targets evaluated and shows the running
+ * loss.  Errors: TM_EINVAL for batch or T < 1, T > context, a dataset
+ * vocabulary larger than the model's, a split of fewer than 2 tokens. */
+typedef struct tm_eval_result {
+    double mean_loss;     /* nats per target token */
+    double perplexity;    /* exp(mean_loss) */
+    double bits_per_byte; /* mean_loss * tokens / (ln 2 * bytes), bytes = the
+                             split's text bytes the targets cover (their
+                             share of the split's bytes when partial) */
+    double accuracy;      /* argmax == target */
+    int64_t tokens;       /* targets evaluated */
+} tm_eval_result;
+tm_status tm_gpt_evaluate(tm_gpt *m, const tm_token_dataset *ds, tm_token_split split,
+                          int64_t batch, int64_t T, int64_t max_batches,
+                          tm_progress *progress, tm_eval_result *out);
+
 
 /* ------------------------------------------------------------ sampling
  *

@@ -34,8 +34,10 @@ long = int64
 __version__ = _c.ffi.string(_c.lib.tm_version()).decode()
 
 from . import nn, optim, data  # noqa: E402
+from . import progress  # noqa: E402,F401
 from . import models  # noqa: E402
 from .safetensors import safe_open  # noqa: E402,F401
+from . import tokenizers  # noqa: E402,F401
 
 # foundry.<name> for every exported function: the one registry.
 globals().update(_exports.FUNCTIONS)

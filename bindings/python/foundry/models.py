@@ -84,6 +84,11 @@ class GPTConfig:
         self._d.update(_from_c(c))
 
     def update(self, **fields):
+        """Sets fields; a new n_heads without n_kv_heads keeps an MHA
+        config MHA (n_kv_heads follows)."""
+        if "n_heads" in fields and "n_kv_heads" not in fields and \
+                self._d["n_kv_heads"] == self._d["n_heads"]:
+            fields = dict(fields, n_kv_heads=fields["n_heads"])
         for k, v in fields.items():
             setattr(self, k, v)
         return self
@@ -331,6 +336,24 @@ class GPT(GenerationMixin, Module):
         if p == ffi.NULL:
             raise _c.error()
         return _Cache(ffi.gc(p, lib.tm_kv_cache_free))
+
+    def evaluate(self, dataset, split="val", batch_size=8, block_size=None,
+                 max_batches=0, progress=None):
+        """Mean loss (nats/token), perplexity, bits per byte and accuracy
+        over a split ("all", "train", "val") of a foundry.data.TokenDataset,
+        in windows of block_size + 1 tokens (default: the context), without
+        grad and with dropout off (tm_gpt_evaluate).  progress: a
+        foundry.progress.tqdm (or None).  Returns a dict."""
+        from .data import _split
+        T = self._config.context if block_size is None else int(block_size)
+        r = ffi.new("tm_eval_result *")
+        bar = ffi.NULL if progress is None else progress._h()
+        _c.check(lib.tm_gpt_evaluate(self._m, dataset._h(), _split(split),
+                                     int(batch_size), T, int(max_batches),
+                                     bar, r))
+        return {"loss": r.mean_loss, "perplexity": r.perplexity,
+                "bits_per_byte": r.bits_per_byte, "accuracy": r.accuracy,
+                "tokens": int(r.tokens)}
 
     # ------------------------------------------------------------------ io
     def save_pretrained(self, directory):
