@@ -209,6 +209,7 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
 	$(VENV)/bin/python bench/bench_train.py
 	$(VENV)/bin/python bench/bench_conv.py
 	$(VENV)/bin/python bench/bench_attention.py
+	$(VENV)/bin/python bench/bench_gpt.py
 	$(VENV)/bin/python -c 'import safetensors' 2>/dev/null && \
 	    $(VENV)/bin/python bench/bench_safetensors.py || \
 	    echo "bench_safetensors: skipped (pip install safetensors into .venv)"

@@ -27,8 +27,8 @@ model, same weights, same thread count, same run.
     batches; val loss is the mean over 20 fixed val batches.  Off by
     default (about a minute per library on 2 free cores).
 
-PyTorch's model is written functionally over the parameters under their
-Hugging Face names, so the weights are Foundry's own (copied).  After a
+PyTorch's model is tests/python/torch_gpt.py (the parity tests'
+reference, imported by path) loaded with Foundry's own weights.  After a
 warm-up, the two are timed in alternating windows (--rounds each), with a
 pause before each window so the previous library's spinning thread pool
 sleeps; each one's best window counts (the machine is shared).
@@ -62,6 +62,7 @@ class FoundryGPT:
         c.vocab_size, c.context, c.d_model = vocab, context, d
         c.n_layers, c.n_heads, c.n_kv_heads = layers, heads, heads
         c.head_dim, c.d_ff, c.dropout = 0, 4 * d, 0.0
+        c.bos_id = c.eos_id = -1
         rng = ffi.new("tm_rng *", lib.tm_rng_new(seed))
         m = lib.tm_gpt_new(c, rng)
         if m == ffi.NULL:
@@ -142,46 +143,31 @@ class FoundryGPT:
 # ------------------------------------------------------------------ pytorch
 
 
+def _torch_gpt_module():
+    """tests/python/torch_gpt.py (the parity tests' reference model),
+    imported by path."""
+    import importlib.util
+    path = os.path.join(HERE, "..", "tests", "python", "torch_gpt.py")
+    spec = importlib.util.spec_from_file_location("torch_gpt", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class TorchGPT:
-    """The same model in PyTorch eager, over the parameters by their HF
-    names (tied head: the token embedding)."""
+    """The same model in PyTorch eager (tests/python/torch_gpt.py) with
+    Foundry's weights."""
 
-    def __init__(self, torch, weights, layers, heads):
-        self.torch, self.L, self.H = torch, layers, heads
-        self.W = {k: torch.tensor(v, requires_grad=True) for k, v in weights.items()}
-
-    def forward(self, ids, cache=None):
-        """ids [B,T] -> logits [B,T,V].  cache: a list of per-layer (k, v)
-        (None entries at first) that this call extends."""
-        torch, W = self.torch, self.W
-        F = torch.nn.functional
-        B, T = ids.shape
-        start = 0 if cache is None or cache[0] is None else cache[0][0].shape[2]
-        d = W["model.embed_tokens.weight"].shape[1]
-        H, hd = self.H, d // self.H
-        x = F.embedding(ids, W["model.embed_tokens.weight"]) + \
-            W["model.embed_positions.weight"][start:start + T]
-        for layer in range(self.L):
-            p = f"model.layers.{layer}."
-
-            def lin(h, name):
-                return F.linear(h, W[p + name + ".weight"], W[p + name + ".bias"])
-            h = F.layer_norm(x, (d,), W[p + "input_layernorm.weight"],
-                             W[p + "input_layernorm.bias"], 1e-5)
-            q, k, v = (lin(h, f"self_attn.{n}_proj").view(B, T, H, hd).transpose(1, 2)
-                       for n in "qkv")
-            if cache is not None:
-                if cache[layer] is not None:
-                    k = torch.cat([cache[layer][0], k], dim=2)
-                    v = torch.cat([cache[layer][1], v], dim=2)
-                cache[layer] = (k, v)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=start == 0 and T > 1)
-            x = x + lin(y.transpose(1, 2).reshape(B, T, d), "self_attn.o_proj")
-            h = F.layer_norm(x, (d,), W[p + "post_attention_layernorm.weight"],
-                             W[p + "post_attention_layernorm.bias"], 1e-5)
-            x = x + lin(F.gelu(lin(h, "mlp.up_proj"), approximate="tanh"), "mlp.down_proj")
-        x = F.layer_norm(x, (d,), W["model.norm.weight"], W["model.norm.bias"], 1e-5)
-        return F.linear(x, W["model.embed_tokens.weight"])
+    def __init__(self, torch, fm):
+        import foundry.models as models
+        cfg = models.GPTConfig()
+        cfg._load_c(fm.lib.tm_gpt_config_of(fm.m))
+        self.torch = torch
+        self.net = _torch_gpt_module().TorchGPT(cfg.to_dict())
+        self.net.load_state_dict({k: torch.tensor(v) for k, v in fm.weights().items()},
+                                 strict=True)
+        self.net.train(False)   # dropout is 0 anyway; as Foundry's generate
+        self.W = dict(self.net.named_parameters())
 
     def optimizer(self, lr, weight_decay=0.01, beta2=0.999):
         decay = [t for t in self.W.values() if t.dim() >= 2]
@@ -191,9 +177,7 @@ class TorchGPT:
              {"params": rest, "weight_decay": 0.0}], lr=lr, betas=(0.9, beta2))
 
     def step(self, x, y, lr=None, clip=None):
-        F = self.torch.nn.functional
-        logits = self.forward(x)
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1))
+        loss = self.net.loss(x, y)
         self.opt.zero_grad()
         loss.backward()
         if clip:
@@ -205,22 +189,23 @@ class TorchGPT:
         return loss
 
     def loss_value(self, x, y):
-        F = self.torch.nn.functional
         with self.torch.no_grad():
-            logits = self.forward(x)
-            return float(F.cross_entropy(logits.view(-1, logits.shape[-1]), y.view(-1)))
+            return float(self.net.loss(x, y))
 
     def generate(self, prompt, n_new):
+        """A plain KV-cache loop: the prompt in one forward, then one token
+        per forward, keys and values concatenated per layer."""
         torch = self.torch
         with torch.no_grad():
-            cache = [None] * self.L
+            caches = self.net.new_caches()
             ids = torch.tensor(np.asarray(prompt, dtype=np.int64)).view(1, -1)
-            out = []
+            start, out = 0, []
             for i in range(n_new):
-                tok = int(self.forward(ids, cache)[0, -1].argmax())
+                logits = self.net(ids, caches, start)
+                start += ids.shape[1]
+                tok = int(logits[0, -1].argmax())
                 out.append(tok)
-                if i + 1 < n_new:
-                    ids = torch.tensor([[tok]])
+                ids = torch.tensor([[tok]])
             return np.array(out, dtype=np.int64)
 
 
@@ -248,7 +233,7 @@ def bench_train(F, torch, args):
     if args.quick:
         T, B = 64, 2
     fm = FoundryGPT(F, V, T, d, L, H)
-    tm = TorchGPT(torch, fm.weights(), L, H)
+    tm = TorchGPT(torch, fm)
     fm.optimizer(1e-4)
     tm.optimizer(1e-4)
     data = np.random.default_rng(0).integers(0, V, size=(B, T + 1))
@@ -269,7 +254,7 @@ def bench_generate(F, torch, args):
     if args.quick:
         n_prompt, n_new = 16, 16
     fm = FoundryGPT(F, V, n_prompt + n_new, d, L, H, seed=1)
-    tm = TorchGPT(torch, fm.weights(), L, H)
+    tm = TorchGPT(torch, fm)
     prompt = np.random.default_rng(1).integers(0, V, size=n_prompt)
     a, b = fm.generate(prompt, n_new), tm.generate(prompt, n_new)
     # Random weights give near-ties that rounding may break either way; the
@@ -295,7 +280,7 @@ def bench_shakespeare(F, torch, args):
     data = np.array([stoi[c] for c in text], dtype=np.int64)
     n = int(0.9 * len(data))
     train, val = data[:n], data[n:]
-    V, T, B, d, L, H, iters = len(chars), 64, 12, 128, 4, 4, 2000
+    V, T, B, d, L, H, iters = len(chars), 64, 12, 128, 4, 4, args.iters
     if args.quick:
         iters = 50
     lr, min_lr, warmup = 1e-3, 1e-4, 100
@@ -311,7 +296,7 @@ def bench_shakespeare(F, torch, args):
         w = np.stack([src[i:i + T + 1] for i in ix])
         return w[:, :-1], w[:, 1:]
     fm = FoundryGPT(F, V, T, d, L, H, seed=2)
-    tm = TorchGPT(torch, fm.weights(), L, H)
+    tm = TorchGPT(torch, fm)
     out = {"case": f"shakespeare-char config on {len(text)} chars of licence text (vocab {V})",
            "iters": iters}
     for name, m, conv in (("foundry", fm, fm.ids), ("torch", tm, torch.tensor)):
@@ -338,7 +323,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="small shapes, one round (smoke run)")
-    ap.add_argument("--shakespeare", action="store_true", help="also run (c), about 2 minutes")
+    ap.add_argument("--shakespeare", action="store_true", help="also run (c), minutes per library")
+    ap.add_argument("--iters", type=int, default=2000, help="iterations of (c) (nanoGPT's: 2000)")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.rounds = 0.5, 1

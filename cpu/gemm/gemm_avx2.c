@@ -38,9 +38,10 @@
 #include "gemm_kernel_tmpl.h"
 
 const tm__gemm_kernel tm__sgemm_avx2 = {
-    "avx2", gm_sgemm_avx2, 6, 16, 960, 256, 512, gm_sgemm_avx2_row};
+    "avx2", gm_sgemm_avx2, 6, 16, 960, 256, 512, gm_sgemm_avx2_row,
+    tm__sgemm_row_bt_avx2};
 const tm__gemm_kernel tm__dgemm_avx2 = {
-    "avx2", gm_dgemm_avx2, 6, 8, 960, 256, 256, gm_dgemm_avx2_row};
+    "avx2", gm_dgemm_avx2, 6, 8, 960, 256, 256, gm_dgemm_avx2_row, NULL};
 
 #else
 typedef int tm__unused_tu;

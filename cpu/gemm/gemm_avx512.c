@@ -43,9 +43,11 @@
 #include "gemm_kernel_tmpl.h"
 
 const tm__gemm_kernel tm__sgemm_avx512 = {
-    "avx512", gm_sgemm_avx512, 8, 32, 960, 384, 512, gm_sgemm_avx512_row};
+    "avx512", gm_sgemm_avx512, 8, 32, 960, 384, 512, gm_sgemm_avx512_row,
+    tm__sgemm_row_bt_avx2};
 const tm__gemm_kernel tm__dgemm_avx512 = {
-    "avx512", gm_dgemm_avx512, 8, 16, 960, 256, 384, gm_dgemm_avx512_row};
+    "avx512", gm_dgemm_avx512, 8, 16, 960, 256, 384, gm_dgemm_avx512_row,
+    NULL};
 
 #else
 typedef int tm__unused_tu;

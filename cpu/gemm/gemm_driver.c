@@ -78,6 +78,7 @@ typedef struct {
     bool split_m;  /* along M (else N) */
     bool direct_b; /* full B panels read in place (row-major B) */
     int64_t items; /* batch entries * split */
+    int64_t batch; /* batch entries (the small-M path) */
     int64_t mce, kce, nce; /* block extents actually needed */
     size_t a_bytes, b_bytes, part_bytes;
     char *scratch;
@@ -298,6 +299,35 @@ static void gm_part(int part, int nparts, void *p)
     for (int64_t item = lo; item < hi; item++) gm_item(x, scr, item);
 }
 
+/* Rows of A at most this many, against a column-major B, skip packing B
+ * when the kernel family has a row_bt kernel: packing B costs as much as
+ * the product for one row (decoding one token through x · Wᵀ). */
+#define GM_BT_MAX_M 2
+
+/* Part `part` of the small-M path: columns [n0, n1) at multiples of 8 of
+ * every row and batch entry, K blocks of the family's kc merged as the
+ * packed path merges them (same bits). */
+static void gm_bt_part(int part, int nparts, void *p)
+{
+    const gm_ctx *x = p;
+    int64_t units = (x->n + 7) / 8;
+    int64_t n0 = units * part / nparts * 8, n1 = units * (part + 1) / nparts * 8;
+    if (n1 > x->n) n1 = x->n;
+    if (n0 >= n1) return;
+    for (int64_t bi = 0; bi < x->batch; bi++) {
+        const float *ab = (const float *)tm__ptr(x->a) + gm_batch_offset(x->a, x->nbd, bi);
+        const float *bb = (const float *)tm__ptr(x->b) + gm_batch_offset(x->b, x->nbd, bi);
+        float *cb = (float *)tm__ptr(x->c) + gm_batch_offset(x->c, x->nbd, bi);
+        for (int64_t i = 0; i < x->m; i++)
+            for (int64_t pc = 0; pc < x->kd; pc += x->k->kc) {
+                int64_t kc = x->kd - pc < x->k->kc ? x->kd - pc : x->k->kc;
+                x->k->row_bt(kc, ab + i * x->sam + pc, bb + pc + n0 * x->sbn, x->sbn, n1 - n0,
+                             cb + i * x->scm + n0 * x->scn, x->scn, (float)x->alpha,
+                             pc == 0 ? (float)x->beta : 1.0f);
+            }
+    }
+}
+
 static const tm__gemm_kernel *gm_kernel(tm_dtype dt)
 {
     bool f64 = dt == TM_F64;
@@ -367,6 +397,14 @@ tm_status tm__gemm_float(const tm_buf *c, const tm_buf *a, const tm_buf *b,
         int64_t units = x.split_m ? (x.m + x.k->mr - 1) / x.k->mr
                                   : (x.n + x.k->nr - 1) / x.k->nr;
         x.split = (int)(units < parts ? units : parts);
+    }
+    if (!x.f64 && x.k->row_bt && x.m <= GM_BT_MAX_M && x.sak == 1 && x.sbk == 1) {
+        x.batch = batch;
+        int64_t units = (x.n + 7) / 8;
+        if (parts > units) parts = units;
+        if (parts == 1) gm_bt_part(0, 1, &x);
+        else tm__parallel_parts((int)parts, gm_bt_part, &x);
+        return TM_OK;
     }
     x.items = batch * x.split;
     /* A row-major B with short rows (<= 1 KiB: n <= 256 for F32) and one

@@ -33,6 +33,14 @@ typedef void (*tm__gemm_ukr_row)(int64_t kc, const void *a, const void *b,
                                  int64_t ldb, void *c, double alpha,
                                  double beta);
 
+/* A few rows of C (F32) against a column-major B read in place (element
+ * [p, j] at b[j * ldb + p]): one row c[j * scn], j < n, of one K block,
+ * c = alpha * sum + beta * c (beta == 0: c not read), with the per-element
+ * order and merge of the tile kernels, so the same bits. */
+typedef void (*tm__gemm_row_bt)(int64_t kc, const float *a, const float *b,
+                                int64_t ldb, int64_t n, float *c, int64_t scn,
+                                float alpha, float beta);
+
 typedef struct tm__gemm_kernel {
     const char *name;
     tm__gemm_ukr ukr;
@@ -41,6 +49,7 @@ typedef struct tm__gemm_kernel {
     int64_t kc;     /* depth of a packed block */
     int64_t nc;     /* columns of B packed at once (multiple of nr): L2 */
     tm__gemm_ukr_row ukr_row; /* NULL: ragged rows go through a staged tile */
+    tm__gemm_row_bt row_bt;   /* F32 only; NULL: small M packs B as usual */
 } tm__gemm_kernel;
 
 /* Portable C kernels (always present). */
@@ -48,6 +57,9 @@ extern const tm__gemm_kernel tm__sgemm_portable, tm__dgemm_portable;
 #if defined(__x86_64__)
 extern const tm__gemm_kernel tm__sgemm_avx2, tm__sgemm_avx512;
 extern const tm__gemm_kernel tm__dgemm_avx2, tm__dgemm_avx512;
+void tm__sgemm_row_bt_avx2(int64_t kc, const float *a, const float *b,
+                           int64_t ldb, int64_t n, float *c, int64_t scn,
+                           float alpha, float beta);
 #endif
 #if defined(__aarch64__)
 extern const tm__gemm_kernel tm__sgemm_neon;

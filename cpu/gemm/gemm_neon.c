@@ -56,7 +56,7 @@ static void gm_sgemm_neon(int64_t kc, const void *av, const void *bv,
 }
 
 const tm__gemm_kernel tm__sgemm_neon = {
-    "neon", gm_sgemm_neon, MR, NR, 512, 256, 480, NULL};
+    "neon", gm_sgemm_neon, MR, NR, 512, 256, 480, NULL, NULL};
 
 #else
 typedef int tm__unused_tu;

@@ -26,6 +26,6 @@
 #undef GP_NR
 
 const tm__gemm_kernel tm__sgemm_portable = {
-    "portable", gm_sgemm_portable_4x8, 4, 8, 256, 256, 512, NULL};
+    "portable", gm_sgemm_portable_4x8, 4, 8, 256, 256, 512, NULL, NULL};
 const tm__gemm_kernel tm__dgemm_portable = {
-    "portable", gm_dgemm_portable_4x4, 4, 4, 256, 256, 512, NULL};
+    "portable", gm_dgemm_portable_4x4, 4, 4, 256, 256, 512, NULL, NULL};

@@ -232,3 +232,23 @@ TEST(generate_rejects_bad_prompts_and_options)
     CHECK(tm_gpt_stream_next(NULL) < -1);
     tm_gpt_free(m);
 }
+
+static tm_gpt *g_model;
+
+static tm_status generate_three(void)
+{
+    tm_generate_opts o = tm_generate_defaults();
+    o.max_new_tokens = 3;
+    o.sample.top_p = 0.9, o.sample.repetition_penalty = 1.1;
+    int64_t p[2] = {4, 9}, out[3], n;
+    return tm_gpt_generate(g_model, p, 2, &o, out, &n);
+}
+
+TEST(generate_fails_cleanly_at_every_allocation)
+{
+    g_model = tiny("gpt-tiny", 8);
+    REQUIRE(g_model);
+    CHECK_EVERY_ALLOC_FAILURE(generate_three, 5);
+    tm_gpt_free(g_model);
+    g_model = NULL;
+}
