@@ -168,10 +168,10 @@ int cli_parse(cli_cmd *cmd, int argc, char **argv, const char ***pos, int *n_pos
                                  (int)nlen, a, cmd->name);
             break;
         }
-        if (f->seen && f->kind != CLI_STRS) {
-            rc = cli_usage_error(cmd->name, "%s given twice", f->name);
-            break;
-        }
+        /* A list given again starts over; any flag given again wins (so
+         * make's DEMO_ARGS can override the demo's flags). */
+        if (f->seen && f->kind == CLI_STRS)
+            cli_strs_free(f->dst);
         f->seen = true;
         if (f->kind == CLI_BOOL) {
             if (eq) {

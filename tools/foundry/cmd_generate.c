@@ -1,0 +1,182 @@
+/* foundry generate: samples from a trained model, printing tokens as they
+ * come. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct stream_state {
+    const tm_tokenizer *tok;
+    int32_t pending[16];   /* ids whose bytes end inside a UTF-8 character */
+    int n_pending;
+    const char *stop_text; /* ends generation once the output contains it */
+    char tail[256];        /* the last bytes printed, to find stop_text across tokens */
+    size_t tail_len;
+    bool stopped, failed;
+} stream_state;
+
+/* Length of the longest prefix of s[n] that does not end inside a UTF-8
+ * sequence (invalid bytes count as complete: they are printed as they are). */
+static size_t complete_prefix(const unsigned char *s, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char b = s[n - back];
+        if ((b & 0xC0) != 0x80) {
+            size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+            return need > back ? n - back : n;
+        }
+    }
+    return n;
+}
+
+static void emit(stream_state *ss, const char *s, size_t n)
+{
+    fwrite(s, 1, n, stdout);
+    fflush(stdout);
+    if (!ss->stop_text)
+        return;
+    size_t k = strlen(ss->stop_text);
+    /* Keep the last bytes (enough for the stop text) to match across tokens. */
+    for (size_t i = 0; i < n; i++) {
+        if (ss->tail_len == sizeof ss->tail - 1) {
+            memmove(ss->tail, ss->tail + 128, ss->tail_len - 128);
+            ss->tail_len -= 128;
+        }
+        ss->tail[ss->tail_len++] = s[i];
+    }
+    ss->tail[ss->tail_len] = '\0';
+    for (size_t i = 0; k && i + k <= ss->tail_len && !ss->stopped; i++)
+        ss->stopped = !memcmp(ss->tail + i, ss->stop_text, k);
+}
+
+static bool flush_pending(stream_state *ss, bool force)
+{
+    size_t len = 0;
+    char *bytes = tm_tokenizer_decode(ss->tok, ss->pending, ss->n_pending, true, &len);
+    if (!bytes) {
+        ss->failed = true;
+        return false;
+    }
+    size_t ok = complete_prefix((const unsigned char *)bytes, len);
+    if (ok == len || force) {
+        emit(ss, bytes, len);
+        ss->n_pending = 0;
+    }
+    free(bytes);
+    return true;
+}
+
+static bool on_token(int64_t token, void *user)
+{
+    stream_state *ss = user;
+    ss->pending[ss->n_pending++] = (int32_t)token;
+    /* A character is at most 4 bytes: a longer pending run is not UTF-8, print it. */
+    if (!flush_pending(ss, ss->n_pending == (int)(sizeof ss->pending / sizeof ss->pending[0])))
+        return false;
+    return !ss->stopped;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    const char *model = NULL, *prompt = "", *stop = NULL;
+    int64_t max_new = 200, top_k = 0, seed = 0, threads = 0;
+    double temperature = 0.8, top_p = 1.0, min_p = 0.0, rep = 1.0;
+    cli_flag flags[] = {
+        {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
+         .help = "a run directory (model.safetensors, config.json, tokenizer.json) (required)"},
+        {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .meta = "TEXT", .help = "text to continue"},
+        {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 0, .hi = 1e9, .meta = "N",
+         .help = "tokens to generate at most"},
+        {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &temperature, .lo = 0, .hi = 100, .meta = "T",
+         .help = "softmax temperature (0: greedy)"},
+        {.name = "--top-k", .kind = CLI_INT, .dst = &top_k, .lo = 0, .hi = 1e9, .meta = "K",
+         .help = "sample among the K most likely tokens (0: off)"},
+        {.name = "--top-p", .kind = CLI_DOUBLE, .dst = &top_p, .lo = 0, .hi = 1, .meta = "P",
+         .help = "nucleus sampling (1: off)"},
+        {.name = "--min-p", .kind = CLI_DOUBLE, .dst = &min_p, .lo = 0, .hi = 1, .meta = "P",
+         .help = "drop tokens below P times the most likely one (0: off)"},
+        {.name = "--repetition-penalty", .kind = CLI_DOUBLE, .dst = &rep, .lo = 1e-6, .hi = 100, .meta = "R",
+         .help = "penalise tokens already seen (1: off)"},
+        {.name = "--seed", .kind = CLI_INT, .dst = &seed, .lo = 0, .hi = 9.2e18, .meta = "N",
+         .help = "sampling seed"},
+        {.name = "--stop", .kind = CLI_STR, .dst = &stop, .meta = "TEXT",
+         .help = "stop once the output contains TEXT (the end-of-text token always stops)"},
+        {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 4096, .meta = "N",
+         .help = "threads (0: the library's default)"},
+    };
+    cli_cmd cmd = {
+        .name = "generate", .usage = "generate --model RUN_DIR [--prompt TEXT] [sampling flags]",
+        .summary = "Prints the prompt, then the model's continuation token by token as it is sampled\n"
+                   "(with the KV cache), until --max-new-tokens, the end-of-text token, --stop or the\n"
+                   "model's context.",
+        .flags = flags, .n_flags = (int)(sizeof flags / sizeof flags[0]), .min_pos = 0, .max_pos = 0,
+    };
+    const char **pos = NULL;
+    int npos = 0, rc = cli_parse(&cmd, argc, argv, &pos, &npos);
+    tm_gpt *m = NULL;
+    tm_tokenizer *tok = NULL;
+    tm_token_buf ids = {0};
+    int64_t *prompt_ids = NULL, *out = NULL, n_out = 0;
+    char *tok_path = NULL;
+    if (rc != CLI_OK)
+        return rc < 0 ? CLI_OK : rc;
+    free(pos);
+    if (!model)
+        return cli_usage_error("generate", "--model RUN_DIR is required");
+    if (threads)
+        tm_set_num_threads((int)threads);
+    rc = CLI_RUNTIME;
+    if (!(tok_path = cli_path(model, "tokenizer.json")) || !(tok = tm_tokenizer_load(tok_path)) ||
+        !(m = tm_gpt_load(model)) || tm_tokenizer_encode(tok, prompt, strlen(prompt), &ids) != TM_OK)
+        goto fail;
+    int64_t eos = tm_tokenizer_eos_id(tok), bos = tm_tokenizer_bos_id(tok);
+    int64_t n_prompt = ids.n ? ids.n : 1;
+    if (!(prompt_ids = malloc((size_t)n_prompt * sizeof *prompt_ids)) ||
+        !(out = malloc(((size_t)max_new + 1) * sizeof *out))) {
+        tm_set_error(TM_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int64_t i = 0; i < ids.n; i++)
+        prompt_ids[i] = ids.ids[i];
+    /* An empty prompt starts from a document boundary, as training saw it. */
+    if (!ids.n) {
+        if (bos < 0 && eos < 0) {
+            rc = cli_usage_error("generate", "--prompt is empty and the tokenizer has no bos/eos token "
+                                             "to start from");
+            goto fail;
+        }
+        prompt_ids[0] = bos >= 0 ? bos : eos;
+    }
+    tm_generate_opts go = tm_generate_defaults();
+    go.max_new_tokens = max_new;
+    go.sample.temperature = temperature;
+    go.sample.top_k = top_k;
+    go.sample.top_p = top_p;
+    go.sample.min_p = min_p;
+    go.sample.repetition_penalty = rep;
+    go.sample.seed = (uint64_t)seed;
+    go.stop_tokens = eos >= 0 ? &eos : NULL;
+    go.n_stop = eos >= 0 ? 1 : 0;
+    stream_state ss = {.tok = tok, .stop_text = stop};
+    go.on_token = on_token;
+    go.user = &ss;
+    fwrite(prompt, 1, strlen(prompt), stdout);
+    fflush(stdout);
+    if (tm_gpt_generate(m, prompt_ids, n_prompt, &go, out, &n_out) != TM_OK || ss.failed ||
+        (ss.n_pending && !flush_pending(&ss, true)))
+        goto fail;
+    fputc('\n', stdout);
+    rc = CLI_OK;
+fail:
+    if (rc == CLI_RUNTIME) {
+        fflush(stdout);
+        cli_lib_error("generate");
+    }
+    tm_token_buf_free(&ids);
+    free(prompt_ids);
+    free(out);
+    free(tok_path);
+    tm_gpt_free(m);
+    tm_tokenizer_free(tok);
+    return rc;
+}
