@@ -173,6 +173,12 @@ def test_corrupt_trainer_state_on_resume(tmp_path, run_dir):
     one_line_error(run("train", "--out", broken, "--resume", "--steps", "8"), 1, "version")
     (broken / "trainer.json").write_text('{"format": ')
     one_line_error(run("train", "--out", broken, "--resume", "--steps", "8"), 1, "trainer.json")
+    good = (run_dir / "trainer.json").read_text()
+    (broken / "trainer.json").write_text(good.replace('"data": [', '"data": [1, '))
+    one_line_error(run("train", "--out", broken, "--resume", "--steps", "8"), 1, "flags.data")
+    (broken / "trainer.json").write_text(good.replace('"steps": 6', '"steps": "six"'))
+    one_line_error(run("train", "--out", broken, "--resume", "--steps", "8"), 1,
+                   "flags.steps has the wrong type")
 
 
 def test_tokenizer_hash_mismatch(tmp_path, corpus, run_dir):

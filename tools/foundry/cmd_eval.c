@@ -68,7 +68,7 @@ int cmd_eval(int argc, char **argv)
         goto fail;
     int64_t T = context ? context : tm_gpt_config_of(m)->context;
     tm_eval_result r;
-    int64_t total = tm_token_dataset_tokens(ds, split);
+    int64_t total = tm_token_dataset_tokens(ds, split) - 1; /* targets: every token after the first */
     if (max_batches && max_batches * batch * T < total)
         total = max_batches * batch * T;
     if (!(pg = tm_progress_new("eval", total, "tok", quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO, NULL)) ||

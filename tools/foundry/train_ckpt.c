@@ -232,8 +232,11 @@ int ckpt_read_trainer(const char *dir, train_state *st, cli_cmd *cmd,
             tm_set_error(TM_EFORMAT, "%s: flags.%s missing", path, fl->name + 2);
             goto done;
         }
-        if (flag_from_json(d, (size_t)(v - d->nodes), fl, path, &tmp) != TM_OK)
+        if (flag_from_json(d, (size_t)(v - d->nodes), fl, path, &tmp) != TM_OK) {
+            if (fl->kind == CLI_STRS)
+                free(tmp.l.v);
             goto done;
+        }
         bool changeable = false;
         for (const char *const *m = may_change; *m; m++)
             changeable |= !strcmp(*m, fl->name);

@@ -219,14 +219,14 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     printf("trained %lld steps in %.1f s; evaluating on the whole val split\n", (long long)o->steps, secs);
     fflush(stdout);
     tm_progress_free(pg);
-    if (!(pg = tm_progress_new("eval", va_tok, "tok", o->quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO, NULL)) ||
+    if (!(pg = tm_progress_new("eval", va_tok - 1, "tok", o->quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO, NULL)) ||
         sample_loss(m, ds, TM_SPLIT_TRAIN, o, &train_est) != TM_OK ||
         tm_gpt_evaluate(m, ds, TM_SPLIT_VAL, o->batch, T, 0, pg, &ev) != TM_OK)
         goto fail;
     tm_progress_finish(pg);
     tm_gpt_set_training(m, true);
-    printf("train loss %.4f   val loss %.4f nats/token (perplexity %.2f, %.3f bits/byte, accuracy %.1f%%, "
-           "%lld tokens)\n", train_est, ev.mean_loss, ev.perplexity, ev.bits_per_byte, 100 * ev.accuracy,
+    printf("train loss %.4f (%lld random batches)   val loss %.4f nats/token (perplexity %.2f, %.3f bits/byte, "
+           "accuracy %.1f%%, %lld tokens)\n", train_est, (long long)o->eval_batches, ev.mean_loss, ev.perplexity, ev.bits_per_byte, 100 * ev.accuracy,
            (long long)ev.tokens);
     printf("unigram baseline %.4f nats/token (val tokens under the train split's token frequencies): "
            "val/unigram = %.3f\n", unigram, ev.mean_loss / unigram);
