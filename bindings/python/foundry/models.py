@@ -235,9 +235,8 @@ class GPT(GenerationMixin, Module):
         cfg = GPTConfig()
         cfg._load_c(lib.tm_gpt_config_of(self._m))
         object.__setattr__(self, "_config", cfg)
-        object.__setattr__(self, "training",
-                           bool(lib.tm_gpt_training(self._m)))
         self._build_tree()
+        Module.train(self, bool(lib.tm_gpt_training(self._m)))
 
     def _build_tree(self):
         ps = lib.tm_gpt_params(self._m)
