@@ -251,6 +251,8 @@ def test_added_tokens_match_hf(tmp_path):
     assert tok.get_vocab_size() == ref.get_vocab_size()
     assert tok.get_vocab_size(with_added_tokens=False) == \
         ref.get_vocab_size(with_added_tokens=False)
+    assert tok.get_vocab(with_added_tokens=False) == ref.get_vocab(with_added_tokens=False)
+    assert tok.get_vocab() == ref.get_vocab()
     texts = ["<|im_start|>user\ndef f(): <custom>spaced tok<|im_end|>",
              "x<custom><custom> spaced tokens def<|im_start|><|im_end|>"] + TEXTS[-10:]
     _check_same(ref, tok, texts)

@@ -133,7 +133,8 @@ class Tokenizer:
         return lib.tm_tokenizer_model_vocab_size(self._p)
 
     def get_vocab(self, with_added_tokens=True):
-        return {self.id_to_token(i): i for i in range(lib.tm_tokenizer_vocab_size(self._p))}
+        return {self.id_to_token(i): i for i in range(lib.tm_tokenizer_vocab_size(self._p))
+                if with_added_tokens or lib.tm_tokenizer_in_model(self._p, i)}
 
     def token_to_id(self, token):
         i = lib.tm_tokenizer_token_to_id(self._p, token.encode("utf-8"))
