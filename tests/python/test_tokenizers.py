@@ -261,3 +261,18 @@ def test_added_tokens_match_hf(tmp_path):
         assert tok.decode(ids) == ref.decode(ids)
         assert tok.decode(ids, skip_special_tokens=False) == t
     assert tok.eos_id == tok.token_to_id("<|endoftext|>")
+
+
+def test_gpt2_era_file_layout_loads(tmp_path):
+    """GPT-2's published tokenizer.json: merges as "a b" strings, no model
+    type, empty subword affixes, ByteLevel without use_regex."""
+    ref, path = _train("gpt2", tmp_path)
+    spec = json.loads(open(path).read())
+    m = spec["model"]
+    del m["type"], m["ignore_merges"], m["byte_fallback"]
+    m["continuing_subword_prefix"] = m["end_of_word_suffix"] = ""
+    m["merges"] = [" ".join(x) for x in m["merges"]]
+    del spec["pre_tokenizer"]["use_regex"]
+    spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False}
+    s = json.dumps(spec)
+    _check_same(hf.Tokenizer.from_str(s), Tokenizer.from_str(s), TEXTS[-30:])
