@@ -276,3 +276,15 @@ def test_gpt2_era_file_layout_loads(tmp_path):
     spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False}
     s = json.dumps(spec)
     _check_same(hf.Tokenizer.from_str(s), Tokenizer.from_str(s), TEXTS[-30:])
+
+
+def test_decode_takes_any_int_sequence_and_refuses_bad_ids():
+    np = pytest.importorskip("numpy")
+    tok = Tokenizer.char_level("hello")
+    ids = tok.encode("hello").ids
+    assert tok.decode(np.array(ids)) == "hello"
+    assert tok.decode(tuple(ids)) == "hello"
+    with pytest.raises(IndexError, match="id 260 at position 1"):
+        tok.decode([0, 260])
+    with pytest.raises(IndexError, match="out of range"):
+        tok.decode([2**40])

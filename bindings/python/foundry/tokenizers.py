@@ -107,7 +107,10 @@ class Tokenizer:
 
     def decode_bytes(self, ids, skip_special_tokens=True):
         """The exact bytes of ids."""
-        ids = list(ids)
+        ids = [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
+        bad = next((i for i in ids if not -2**31 <= i < 2**31), None)
+        if bad is not None:
+            raise IndexError(f"decode: id {bad} is out of range")
         arr = ffi.new("int32_t[]", ids) if ids else ffi.NULL
         n = ffi.new("size_t *")
         p = lib.tm_tokenizer_decode(self._p, arr, len(ids), bool(skip_special_tokens), n)
