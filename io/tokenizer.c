@@ -493,6 +493,11 @@ const char *tm_tokenizer_id_to_token(const tm_tokenizer *t, int64_t id)
     return t && id >= 0 && id < t->n ? t->str[id] : NULL;
 }
 
+bool tm_tokenizer_in_model(const tm_tokenizer *t, int64_t id)
+{
+    return t && id >= 0 && id < t->n && (t->kind[id] & TM__TOK_MODEL);
+}
+
 bool tm_tokenizer_is_special(const tm_tokenizer *t, int64_t id)
 {
     return t && id >= 0 && id < t->n && (t->kind[id] & TM__TOK_SPECIAL);

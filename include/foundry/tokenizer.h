@@ -74,6 +74,8 @@ int64_t tm_tokenizer_eos_id(const tm_tokenizer *t);
 /* The first present of "<|begin_of_text|>", "<s>", "<|im_start|>",
  * "<|startoftext|>", else -1. */
 int64_t tm_tokenizer_bos_id(const tm_tokenizer *t);
+/* True when id is in the model's vocabulary (not only an added token). */
+bool tm_tokenizer_in_model(const tm_tokenizer *t, int64_t id);
 /* True when id is an added token marked special. */
 bool tm_tokenizer_is_special(const tm_tokenizer *t, int64_t id);
 

@@ -251,6 +251,8 @@ def test_added_tokens_match_hf(tmp_path):
     assert tok.get_vocab_size() == ref.get_vocab_size()
     assert tok.get_vocab_size(with_added_tokens=False) == \
         ref.get_vocab_size(with_added_tokens=False)
+    assert tok.get_vocab(with_added_tokens=False) == ref.get_vocab(with_added_tokens=False)
+    assert tok.get_vocab() == ref.get_vocab()
     texts = ["<|im_start|>user\ndef f(): <custom>spaced tok<|im_end|>",
              "x<custom><custom> spaced tokens def<|im_start|><|im_end|>"] + TEXTS[-10:]
     _check_same(ref, tok, texts)
@@ -259,3 +261,30 @@ def test_added_tokens_match_hf(tmp_path):
         assert tok.decode(ids) == ref.decode(ids)
         assert tok.decode(ids, skip_special_tokens=False) == t
     assert tok.eos_id == tok.token_to_id("<|endoftext|>")
+
+
+def test_gpt2_era_file_layout_loads(tmp_path):
+    """GPT-2's published tokenizer.json: merges as "a b" strings, no model
+    type, empty subword affixes, ByteLevel without use_regex."""
+    ref, path = _train("gpt2", tmp_path)
+    spec = json.loads(open(path).read())
+    m = spec["model"]
+    del m["type"], m["ignore_merges"], m["byte_fallback"]
+    m["continuing_subword_prefix"] = m["end_of_word_suffix"] = ""
+    m["merges"] = [" ".join(x) for x in m["merges"]]
+    del spec["pre_tokenizer"]["use_regex"]
+    spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False}
+    s = json.dumps(spec)
+    _check_same(hf.Tokenizer.from_str(s), Tokenizer.from_str(s), TEXTS[-30:])
+
+
+def test_decode_takes_any_int_sequence_and_refuses_bad_ids():
+    np = pytest.importorskip("numpy")
+    tok = Tokenizer.char_level("hello")
+    ids = tok.encode("hello").ids
+    assert tok.decode(np.array(ids)) == "hello"
+    assert tok.decode(tuple(ids)) == "hello"
+    with pytest.raises(IndexError, match="id 260 at position 1"):
+        tok.decode([0, 260])
+    with pytest.raises(IndexError, match="out of range"):
+        tok.decode([2**40])

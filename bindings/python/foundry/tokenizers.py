@@ -107,7 +107,10 @@ class Tokenizer:
 
     def decode_bytes(self, ids, skip_special_tokens=True):
         """The exact bytes of ids."""
-        ids = list(ids)
+        ids = [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
+        bad = next((i for i in ids if not -2**31 <= i < 2**31), None)
+        if bad is not None:
+            raise IndexError(f"decode: id {bad} is out of range")
         arr = ffi.new("int32_t[]", ids) if ids else ffi.NULL
         n = ffi.new("size_t *")
         p = lib.tm_tokenizer_decode(self._p, arr, len(ids), bool(skip_special_tokens), n)
@@ -133,7 +136,8 @@ class Tokenizer:
         return lib.tm_tokenizer_model_vocab_size(self._p)
 
     def get_vocab(self, with_added_tokens=True):
-        return {self.id_to_token(i): i for i in range(lib.tm_tokenizer_vocab_size(self._p))}
+        return {self.id_to_token(i): i for i in range(lib.tm_tokenizer_vocab_size(self._p))
+                if with_added_tokens or lib.tm_tokenizer_in_model(self._p, i)}
 
     def token_to_id(self, token):
         i = lib.tm_tokenizer_token_to_id(self._p, token.encode("utf-8"))
