@@ -424,6 +424,78 @@ static tm_status merge_word(state *s, uint32_t w, uint64_t count, int32_t a,
     return TM_OK;
 }
 
+/* The initial pairs, every adjacent pair of bytes in every word weighted by
+ * the word's count, with the words each occurs in: a counting sort over
+ * the 65536 byte pairs (words are visited in order, so each list comes
+ * out sorted and without repeats), then one heap entry per pair. */
+static tm_status init_pairs(state *s, const tm__bpe_words *ws,
+                            const int32_t byte_id[256])
+{
+    const char *fn = "tm_bpe_trainer_finish";
+    enum { NB = 65536 };
+    int64_t *cnt = tm__calloc(NB * sizeof *cnt, fn);
+    uint64_t *nw = tm__calloc(NB * sizeof *nw, fn);
+    uint64_t *off = tm__alloc(NB * sizeof *off, fn);
+    uint32_t *last = tm__calloc(NB * sizeof *last, fn);
+    tm_status st = TM_OK;
+    if (!cnt || !nw || !off || !last) {
+        st = TM_ENOMEM;
+        goto fail;
+    }
+    for (uint32_t w = 0; w < ws->n; w++) {
+        const unsigned char *p = ws->bytes + ws->w[w].off;
+        for (uint32_t i = 1; i < ws->w[w].len; i++) {
+            unsigned bk = (unsigned)p[i - 1] << 8 | p[i];
+            cnt[bk] += (int64_t)ws->w[w].count;
+            if (last[bk] != w + 1) {
+                last[bk] = w + 1;
+                nw[bk]++;
+            }
+        }
+    }
+    uint64_t total = 0;
+    for (unsigned bk = 0; bk < NB; bk++) {
+        off[bk] = total;
+        total += nw[bk];
+    }
+    if ((st = grow((void **)&s->pos, &s->cappos, total ? total : 1,
+                   sizeof *s->pos, fn)))
+        goto fail;
+    s->npos = total;
+    memset(last, 0, NB * sizeof *last);
+    memset(nw, 0, NB * sizeof *nw);
+    for (uint32_t w = 0; w < ws->n; w++) {
+        const unsigned char *p = ws->bytes + ws->w[w].off;
+        for (uint32_t i = 1; i < ws->w[w].len; i++) {
+            unsigned bk = (unsigned)p[i - 1] << 8 | p[i];
+            if (last[bk] != w + 1) {
+                last[bk] = w + 1;
+                s->pos[off[bk] + nw[bk]++] = w;
+            }
+        }
+    }
+    for (unsigned bk = 0; bk < NB; bk++) {
+        if (!nw[bk]) continue;
+        uint64_t key = pair_key(byte_id[bk >> 8], byte_id[bk & 255]);
+        int64_t *c = pair_slot(&s->pairs, key);
+        if (!c) {
+            st = TM_ENOMEM;
+            goto fail;
+        }
+        *c = cnt[bk];
+        if ((st = heap_push(&s->h, (entry){.count = cnt[bk], .pair = key,
+                                           .pos_off = off[bk],
+                                           .pos_len = nw[bk]})))
+            goto fail;
+    }
+fail:
+    tm__dealloc(cnt);
+    tm__dealloc(nw);
+    tm__dealloc(off);
+    tm__dealloc(last);
+    return st;
+}
+
 static void state_free(state *s)
 {
     tm__dealloc(s->pairs.keys);
@@ -461,20 +533,14 @@ tm_status tm__bpe_run(const tm__bpe_words *ws, tm__bpe_vocab *v,
         st = TM_ENOMEM;
         goto fail;
     }
-    /* Initial pairs: every adjacent pair of every word, weighted by the
-     * word's count, with the words it occurs in. */
     for (uint32_t w = 0; w < ws->n; w++) {
         const unsigned char *p = ws->bytes + ws->w[w].off;
         s.woff[w] = ws->w[w].off;
         s.wlen[w] = ws->w[w].len;
-        for (uint32_t i = 0; i < ws->w[w].len; i++) {
+        for (uint32_t i = 0; i < ws->w[w].len; i++)
             s.sym[s.woff[w] + i] = byte_id[p[i]];
-            if (i > 0 && (st = change(&s, byte_id[p[i - 1]], byte_id[p[i]],
-                                      1, w, ws->w[w].count)))
-                goto fail;
-        }
     }
-    if ((st = push_formed(&s))) goto fail;
+    if ((st = init_pairs(&s, ws, byte_id))) goto fail;
 
     while (v->ntok < vocab_size && s.h.n) {
         entry top = heap_pop(&s.h);
