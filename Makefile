@@ -16,6 +16,7 @@
 #   make fuzz-gpt-config  libFuzzer + ASan on the model's config.json reader
 #   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
 #   make fuzz-bpe-train   libFuzzer + ASan on the BPE trainer (round trips)
+#   make fuzz-trainer-state  libFuzzer + ASan on foundry's trainer.json reader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -241,15 +242,22 @@ refdata:
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
-        fuzz-tokenizer-json fuzz-bpe-train fuzz-corpus fuzz-corpus-run
+        fuzz-tokenizer-json fuzz-bpe-train fuzz-trainer-state fuzz-corpus \
+        fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
-FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json
+FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json fuzz_trainer_state
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
 else
   FUZZFLAGS := -DTM_FUZZ_STANDALONE
 endif
+# The trainer.json reader is part of the foundry program, not the library.
+FUZZ_TOOL_SRC := tools/foundry/train_ckpt.c tools/foundry/args.c
+$(B)/fuzz/fuzz_trainer_state: tests/fuzz/fuzz_trainer_state.c $(FUZZ_TOOL_SRC) $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(FUZZFLAGS) $(LDSAN) -o $@ $< $(FUZZ_TOOL_SRC) $(STATIC) $(LDLIBS)
+
 $(B)/fuzz/%: tests/fuzz/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(FUZZFLAGS) $(LDSAN) -o $@ $< $(STATIC) $(LDLIBS)
@@ -300,6 +308,13 @@ fuzz-bpe-train:
 	$(FUZZ_B)/fuzz/fuzz_bpe_train -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-bpe_train tests/fuzz/corpus/bpe_train
+
+fuzz-trainer-state:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_trainer_state
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-trainer_state
+	$(FUZZ_B)/fuzz/fuzz_trainer_state -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-trainer_state tests/fuzz/corpus/trainer_state
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run
