@@ -277,3 +277,17 @@ def test_resume_is_bit_exact(tmp_path, corpus):
     for name in ("model.safetensors", "optimizer.safetensors"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert (a / "metrics.jsonl").read_text() .count("\n") == (b / "metrics.jsonl").read_text().count("\n")
+
+
+def test_model_flags_reach_the_config(tmp_path, corpus):
+    out = tmp_path / "llama"
+    args = [a for a in TINY]
+    r = run("train", "--data", corpus, "--steps", "2", *args, "--heads", "4", "--kv-heads", "2",
+            "--rope", "--rmsnorm", "--swiglu", "--out", out)
+    assert r.returncode == 0, r.stderr.decode()
+    import json
+    c = json.loads((out / "config.json").read_text())
+    assert (c["num_attention_heads"], c["num_key_value_heads"]) == (4, 2)
+    assert (c["norm"], c["mlp"], c["position_embedding"]) == ("rmsnorm", "swiglu", "rope")
+    assert c["hidden_size"] == 32 and c["intermediate_size"] == 128   # 8/3 x 32 rounded up to 64s
+    assert c["vocab_size"] == 300 and c["max_position_embeddings"] == 32

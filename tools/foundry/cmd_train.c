@@ -31,6 +31,12 @@ static int build_config(const train_opts *o, const tm_tokenizer *tok, const cli_
 {
     if (tm_gpt_preset(o->preset ? o->preset : "gpt-tiny", c) != TM_OK)
         return cli_usage_error("train", "--preset: %s", tm_last_error());
+    if (o->rope)
+        c->pos = TM_GPT_POS_ROPE;
+    if (o->rmsnorm)
+        c->norm = TM_GPT_RMSNORM;
+    if (o->swiglu)
+        c->mlp = TM_GPT_MLP_SWIGLU;
     if (o->d_model)
         c->d_model = o->d_model;
     if (o->layers)
@@ -50,12 +56,6 @@ static int build_config(const train_opts *o, const tm_tokenizer *tok, const cli_
         c->d_ff = c->mlp == TM_GPT_MLP_SWIGLU ? (8 * c->d_model / 3 + 63) / 64 * 64 : 4 * c->d_model;
     if (o->context)
         c->context = o->context;
-    if (o->rope)
-        c->pos = TM_GPT_POS_ROPE;
-    if (o->rmsnorm)
-        c->norm = TM_GPT_RMSNORM;
-    if (o->swiglu)
-        c->mlp = TM_GPT_MLP_SWIGLU;
     if (cli_find(cmd, "--dropout")->seen)
         c->dropout = o->dropout;
     int64_t hd = c->head_dim ? c->head_dim : (c->n_heads ? c->d_model / c->n_heads : 0);
