@@ -156,7 +156,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
         !(opt = tm_optim_new(TM_OPTIM_ADAMW, &hp)) || tm_optim_add_params(opt, tm_gpt_params(m), NULL) < 0 ||
         (st->step > 0 && ckpt_load_optim(opt, o->out) != TM_OK) || !(params = optim_params(opt, &n_params)) ||
         tm_lr_sched_check(&sched) != TM_OK || !(mt = tm_metrics_open(mpath, st->step > 0)))
-        goto fail;
+        goto done;
     int64_t n_weights = 0;
     for (int i = 0; i < n_params; i++)
         n_weights += tm_numel(params[i]);
@@ -176,13 +176,13 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     fflush(stdout);
     if (!(pg = tm_progress_new("train", end - st->step, "step", o->quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO,
                                NULL)))
-        goto fail;
+        goto done;
     t0 = now_s();
     double val = NAN;
     for (; st->step < end; ) {
         double lr = tm_lr_sched_at(&sched, st->step), ts = now_s();
         if (train_step(m, opt, ld, params, n_params, o, lr, &loss) != TM_OK)
-            goto fail;
+            goto done;
         st->step++;
         double tps = (double)(o->batch * o->grad_accum * T) / (now_s() - ts);
         bool last = st->step == o->steps;
@@ -191,11 +191,11 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
         double vals[] = {loss, lr, tps, NAN};
         if (do_eval) {
             if (sample_loss(m, ds, TM_SPLIT_VAL, o, &val) != TM_OK)
-                goto fail;
+                goto done;
             vals[3] = val;
         }
         if (log_and_plot(mt, o, st->step, do_eval ? 4 : 3, keys, vals, do_eval) != TM_OK)
-            goto fail;
+            goto done;
         tm_progress_set_metric(pg, "loss", loss);
         if (!isnan(val))
             tm_progress_set_metric(pg, "val", val);
@@ -204,7 +204,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
         tm_progress_update(pg, 1);
         if (st->step == end || (o->checkpoint_every && st->step % o->checkpoint_every == 0))
             if (checkpoint(o, cmd, m, opt, ld, st) != TM_OK)
-                goto fail;
+                goto done;
     }
     tm_progress_finish(pg);
     double secs = now_s() - t0;
@@ -212,7 +212,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
         printf("stopped at step %lld of %lld (checkpoint in %s; continue with --resume)\n",
                (long long)st->step, (long long)o->steps, o->out);
         rc = CLI_OK;
-        goto fail;
+        goto done;
     }
     /* The final figures: the whole val split, windows in order. */
     double train_est = NAN;
@@ -222,7 +222,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     if (!(pg = tm_progress_new("eval", va_tok - 1, "tok", o->quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO, NULL)) ||
         sample_loss(m, ds, TM_SPLIT_TRAIN, o, &train_est) != TM_OK ||
         tm_gpt_evaluate(m, ds, TM_SPLIT_VAL, o->batch, T, 0, pg, &ev) != TM_OK)
-        goto fail;
+        goto done;
     tm_progress_finish(pg);
     tm_gpt_set_training(m, true);
     printf("train loss %.4f (%lld random batches)   val loss %.4f nats/token (perplexity %.2f, %.3f bits/byte, "
@@ -232,7 +232,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
            "val/unigram = %.3f\n", unigram, ev.mean_loss / unigram);
     printf("saved %s/: model.safetensors config.json tokenizer.json metrics.jsonl loss.svg\n", o->out);
     rc = CLI_OK;
-fail:
+done:
     if (rc != CLI_OK) {
         tm_progress_finish(pg);
         cli_lib_error("train");
