@@ -176,7 +176,7 @@ demo: $(FOUNDRY_BIN) $(EXAMPLES)
 	@mkdir -p $(dir $(DEMO_DIR))
 	$(RUN) $(FOUNDRY_BIN) train $(DEMO_TRAIN) $(DEMO_ARGS) --out $(DEMO_DIR)
 	$(RUN) $(FOUNDRY_BIN) generate --model $(DEMO_DIR) --prompt "def " \
-	    --max-new-tokens 150 --temperature 0.8 --top-k 40 --seed 1
+	    --max-new-tokens 150 --temperature 0.6 --top-k 40 --seed 1
 
 # The Python package (bindings/python), installed editable into a
 # project-local virtual environment.  The venv sees the system's packages
