@@ -25,7 +25,7 @@ model, same weights, same thread count, same run.
     sorted order: always present on Debian), first 90% train, last 10%
     val; both libraries start from the same weights and see the same
     batches; val loss is the mean over 20 fixed val batches.  Off by
-    default (about a minute per library on 2 free cores).
+    default (3 to 5 minutes per library at 1 thread; --iters shortens it).
 
 PyTorch's model is tests/python/torch_gpt.py (the parity tests'
 reference, imported by path) loaded with Foundry's own weights.  After a
