@@ -303,6 +303,10 @@ static void gm_part(int part, int nparts, void *p)
  * when the kernel family has a row_bt kernel: packing B costs as much as
  * the product for one row (decoding one token through x · Wᵀ). */
 #define GM_BT_MAX_M 2
+/* Their parts are cut finer than GM_GRAIN: B is read from memory once
+ * (no packing to share) and decoding is bound by reading it, which
+ * several cores do faster than one. */
+#define GM_BT_GRAIN ((double)(1 << 15))
 
 /* Part `part` of the small-M path: columns [n0, n1) at multiples of 8 of
  * every row and batch entry, K blocks of the family's kc merged as the
@@ -401,6 +405,9 @@ tm_status tm__gemm_float(const tm_buf *c, const tm_buf *a, const tm_buf *b,
     if (!x.f64 && x.k->row_bt && x.m <= GM_BT_MAX_M && x.sak == 1 && x.sbk == 1) {
         x.batch = batch;
         int64_t units = (x.n + 7) / 8;
+        parts = tm_get_num_threads();
+        if ((double)parts > work / GM_BT_GRAIN) parts = (int64_t)(work / GM_BT_GRAIN);
+        if (parts < 1) parts = 1;
         if (parts > units) parts = units;
         if (parts == 1) gm_bt_part(0, 1, &x);
         else tm__parallel_parts((int)parts, gm_bt_part, &x);
