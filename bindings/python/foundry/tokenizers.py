@@ -9,22 +9,17 @@ tokenizer.json files written by HF load here and encode to the same ids;
 files saved here load in HF.  Text is str (encoded as UTF-8) or bytes (any
 bytes, which round-trip exactly through decode_bytes).
 """
-import ctypes
 import os
 
 from ._c import ffi, lib, error
 
 __all__ = ["Tokenizer", "Encoding"]
 
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
-_libc.free.restype = None
-
 
 def _cfree(p):
     """Releases a heap string the C library returned (its declaration says
-    "release with free()")."""
-    _libc.free(int(ffi.cast("uintptr_t", p)))
+    "release with free()"): the extension declares the C library's free."""
+    lib.free(p)
 
 
 def _bytes(text):
