@@ -7,6 +7,7 @@
  */
 #if defined(__x86_64__)
 #include "attn_bwd.h"
+#include "../transpose8_avx2.h"
 
 #include <immintrin.h>
 
@@ -14,33 +15,10 @@
  * dst + c * ldd (8 contiguous floats each). */
 static inline void tr8(const float *src, int64_t ld, float *dst, int64_t ldd)
 {
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld);
-    __m256 r2 = _mm256_loadu_ps(src + 2 * ld);
-    __m256 r3 = _mm256_loadu_ps(src + 3 * ld);
-    __m256 r4 = _mm256_loadu_ps(src + 4 * ld);
-    __m256 r5 = _mm256_loadu_ps(src + 5 * ld);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * ld);
-    __m256 r7 = _mm256_loadu_ps(src + 7 * ld);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-    __m256 s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
-    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+    __m256 r[8];
+    for (int u = 0; u < 8; u++) r[u] = _mm256_loadu_ps(src + u * ld);
+    tm__transpose8_ps(r);
+    for (int u = 0; u < 8; u++) _mm256_storeu_ps(dst + u * ldd, r[u]);
 }
 
 void tm__abwd_pack_a8_avx2(const float *src, int64_t ld, int64_t m,
