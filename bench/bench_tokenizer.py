@@ -29,13 +29,11 @@ before tokenizers is imported; Foundry's encoder and trainer are
 single-threaded.  Writes bench/results/tokenizer.json.
 """
 import argparse
-import glob
 import json
 import os
 import random
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 
@@ -82,25 +80,18 @@ SENTENCES = [
 ]
 
 
-def stdlib_docs(start, limit):
-    lib = sysconfig.get_paths()["stdlib"]
-    docs, seen, total = [], 0, 0
-    for path in sorted(glob.glob(os.path.join(lib, "**", "*.py"),
-                              recursive=True)):
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (UnicodeDecodeError, OSError):
-            continue
-        n = len(text.encode())
-        seen += n
-        if seen <= start:
-            continue
-        docs.append(text)
-        total += n
-        if total >= limit:
-            break
-    return docs
+def _stdlib_corpus():
+    """tests/python/stdlib_corpus.py (the tokenizer tests' corpus),
+    imported by path."""
+    import importlib.util
+    path = os.path.join(HERE, "..", "tests", "python", "stdlib_corpus.py")
+    spec = importlib.util.spec_from_file_location("stdlib_corpus", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+stdlib_docs = _stdlib_corpus().stdlib_docs
 
 
 def multilingual(nbytes, seed=0):

@@ -1,14 +1,12 @@
 """Foundry's BPE trainer against Hugging Face tokenizers' BpeTrainer: the same
 merges on the same corpus and settings (so the same compression), tokenizers
 that HF loads and that encode as Foundry does, exact round trips."""
-import glob
-import os
 import random
-import sysconfig
 
 import pytest
 
 from foundry.tokenizers import Tokenizer
+from stdlib_corpus import stdlib_docs
 
 hf = pytest.importorskip("tokenizers")
 
@@ -30,34 +28,12 @@ MULTILINGUAL = (
     "Mọi người sinh ra đều được tự do và bình đẳng về nhân phẩm và quyền. 12345 ")
 
 
-def _stdlib_docs(start, limit):
-    """Whole Python stdlib source files from the sorted list, starting at the
-    file that follows `start` bytes, until `limit` bytes: a real corpus that
-    is on every machine that runs these tests."""
-    lib = sysconfig.get_paths()["stdlib"]
-    docs, seen, total = [], 0, 0
-    for path in sorted(glob.glob(os.path.join(lib, "**", "*.py"),
-                              recursive=True)):
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (UnicodeDecodeError, OSError):
-            continue
-        n = len(text.encode())
-        seen += n
-        if seen <= start:
-            continue
-        docs.append(text)
-        total += n
-        if total >= limit:
-            break
-    return docs
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    train = _stdlib_docs(0, 1_500_000) + [MULTILINGUAL * 20]
-    held = _stdlib_docs(3_000_000, 300_000) + [MULTILINGUAL]
+    train = stdlib_docs(0, 1_500_000) + [MULTILINGUAL * 20]
+    held = stdlib_docs(3_000_000, 300_000) + [MULTILINGUAL]
     return train, held
 
 
