@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout or meaning of tm_backend changes. */
-#define TM_BACKEND_ABI_VERSION 6
+#define TM_BACKEND_ABI_VERSION 7
 
 /* A strided view as kernels see it. */
 typedef struct tm_buf {
@@ -102,7 +102,9 @@ tm_ctx *tm_device_ctx(tm_device dev);
     X(EMBEDDING_BACKWARD, embedding_backward) X(OPTIM_STEP, optim_step)       \
     X(GRAD_NORM, grad_norm) X(SCAN, scan)                                     \
     X(SCATTER_REDUCE, scatter_reduce) X(ATTENTION, attention)                 \
-    X(ATTENTION_BACKWARD, attention_backward) X(ROPE, rope)
+    X(ATTENTION_BACKWARD, attention_backward) X(ROPE, rope)                   \
+    X(QUANTIZE, quantize) X(QMATMUL, qmatmul)                                 \
+    X(QMATMUL_BACKWARD, qmatmul_backward)
 
 typedef enum tm_entry {
 #define TM__ENTRY_ENUM(E, n) TM_ENTRY_##E,
@@ -541,6 +543,34 @@ typedef struct tm_backend {
     tm_status (*rope)(tm_ctx *ctx, const tm_buf *out, const tm_buf *x,
                       const tm_buf *cos, const tm_buf *sin,
                       const tm_rope_params *p);
+
+    /* ---- block-quantized weights (foundry/quantize.h) ----
+     * A quantized buffer's offset is in bytes to its first block; its
+     * shape and strides are in values, 2-D [rows, n] with strides[1] == 1
+     * and strides[0] a multiple of the block (rows start on blocks: row r
+     * starts strides[0] / block * block_bytes bytes after row 0).  Float
+     * buffers here are F32 with a unit last stride and any row stride. */
+
+    /* Converts between a quantized buffer and an F32 one of the same 2-D
+     * shape, either way round (dst's dtype says which): quantizing rounds
+     * exactly as quantize/quant_ref.c does (byte-identical), dequantizing
+     * is bit-identical to it. */
+    tm_status (*quantize)(tm_ctx *ctx, const tm_buf *dst, const tm_buf *src);
+    /* y [m, n] = x [m, k] · w [n, k]^T, or y += that when `accumulate`; w
+     * quantized (Q8_0 .. Q6_K), x and y F32.  x's rows are quantized to the
+     * activation type of w's dtype (tm__quant_act_type) with the reference
+     * rounding, each y element is a sum over k's blocks in order of
+     * (scale products x integer block dot products) in F32: results do not
+     * depend on the thread count or the ISA beyond F32 summation order
+     * within a block group (stated per kernel in cpu/quant/). */
+    tm_status (*qmatmul)(tm_ctx *ctx, const tm_buf *y, const tm_buf *x,
+                         const tm_buf *w, bool accumulate);
+    /* dx [m, k] = dy [m, n] · w [n, k], or dx += that when `accumulate`; w
+     * quantized, dequantized block by block as it is read (never a full
+     * F32 copy), dx and dy F32. */
+    tm_status (*qmatmul_backward)(tm_ctx *ctx, const tm_buf *dx,
+                                  const tm_buf *dy, const tm_buf *w,
+                                  bool accumulate);
 } tm_backend;
 
 /* Registers the backend of a device type.  Checks abi_version and size

@@ -46,13 +46,22 @@ typedef enum tm_dtype {
     TM_I32 = 7,
     TM_I64 = 8,  /* indices */
     TM_BOOL = 9, /* one byte, 0 or 1 */
-    /* Block-quantized types, reserved for the quantize module: rows are
-     * contiguous runs of blocks.  Tensor-core ops reject them. */
+    /* Block-quantized types (foundry/quantize.h): rows are contiguous
+     * runs of blocks laid out exactly as ggml's.  Most ops reject them. */
     TM_Q8_0 = 32,
     TM_Q4_0 = 33,
     TM_Q4_1 = 34,
-    TM_Q8_1 = 35
+    TM_Q8_1 = 35, /* activations (for Q4_1 / Q5_1 weights) */
+    TM_Q5_0 = 36,
+    TM_Q5_1 = 37,
+    TM_Q4_K = 38,
+    TM_Q5_K = 39,
+    TM_Q6_K = 40,
+    TM_Q8_K = 41  /* activations (for the K-quants) */
 } tm_dtype;
+
+#define TM_QUANT_DTYPE_FIRST TM_Q8_0
+#define TM_QUANT_DTYPE_LAST TM_Q8_K
 
 #define TM_NUM_DENSE_DTYPES 10 /* TM_F32 .. TM_BOOL */
 
