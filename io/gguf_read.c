@@ -80,7 +80,8 @@ static tm_status rd_str(rd *r, bool name, const char **out, size_t *len,
     if (n > r->size - r->pos)
         return tm__errf(TM_EFORMAT, r->fn, "%s: %s: %s of %llu bytes at byte "
                         "%zu runs past the end of the file (%zu bytes left; "
-                        "string length out of range)", r->L, r->where, what,
+                        "string length out of range, or a truncated file)",
+                        r->L, r->where, what,
                         (unsigned long long)n, r->pos, r->size - r->pos);
     const unsigned char *s = r->p + r->pos;
     if (name) {
@@ -168,7 +169,7 @@ static tm_status rd_value(rd *r, uint32_t type, int depth, tm_gguf_value *v)
         return tm__errf(TM_EFORMAT, r->fn, "%s: %s: array of %llu %s "
                         "elements at byte %zu needs at least %llu bytes per "
                         "element but only %zu bytes are left (array length "
-                        "out of range)", r->L, r->where, (unsigned long long)n,
+                        "out of range, or a truncated file)", r->L, r->where, (unsigned long long)n,
                         tm_gguf_type_name((tm_gguf_type)et), r->pos,
                         (unsigned long long)mb, r->size - r->pos);
     v->elem = (uint8_t)et;
@@ -266,13 +267,15 @@ static tm_status rd_header(tm_gguf *g, rd *r, uint64_t *nt, uint64_t *nkv)
     if (*nkv > left / 13)
         return tm__errf(TM_EFORMAT, r->fn, "%s: header: %llu metadata "
                         "entries cannot fit in the %zu bytes left (at least "
-                        "13 each; metadata count out of range)", r->L,
+                        "13 each; metadata count out of range, or a truncated "
+                        "file)", r->L,
                         (unsigned long long)*nkv, left);
     left -= (size_t)*nkv * 13;
     if (*nt > left / 24)
         return tm__errf(TM_EFORMAT, r->fn, "%s: header: %llu tensor infos "
                         "cannot fit in the %zu bytes left after the metadata "
-                        "(at least 24 each; tensor count out of range)", r->L,
+                        "(at least 24 each; tensor count out of range, or a "
+                        "truncated file)", r->L,
                         (unsigned long long)*nt, left);
     return TM_OK;
 }
