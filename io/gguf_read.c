@@ -169,7 +169,8 @@ static tm_status rd_value(rd *r, uint32_t type, int depth, tm_gguf_value *v)
         return tm__errf(TM_EFORMAT, r->fn, "%s: %s: array of %llu %s "
                         "elements at byte %zu needs at least %llu bytes per "
                         "element but only %zu bytes are left (array length "
-                        "out of range, or a truncated file)", r->L, r->where, (unsigned long long)n,
+                        "out of range, or a truncated file)", r->L, r->where,
+                        (unsigned long long)n,
                         tm_gguf_type_name((tm_gguf_type)et), r->pos,
                         (unsigned long long)mb, r->size - r->pos);
     v->elem = (uint8_t)et;
@@ -178,7 +179,8 @@ static tm_status rd_value(rd *r, uint32_t type, int depth, tm_gguf_value *v)
     if (r->fill) items = r->vals + r->nvals;
     r->nvals += (size_t)n;
     v->items = items;
-    if (sz = tm__gguf_scalar_size(et), sz) {
+    sz = tm__gguf_scalar_size(et);
+    if (sz) {
         v->raw = r->p + r->pos;
         for (uint64_t j = 0; j < n; j++) {
             tm_gguf_value e;

@@ -15,7 +15,7 @@ static const tm__gguf_ggml_type ggml_types[] = {
     {6, "Q5_0", 32, 22, TM_Q5_0},
     {7, "Q5_1", 32, 24, TM_Q5_1},
     {8, "Q8_0", 32, 34, TM_Q8_0},
-    {9, "Q8_1", 32, 36, TM_Q8_1}, /* ggml's block (half2 + 32); gguf-py says 40 */
+    {9, "Q8_1", 32, 36, TM_Q8_1}, /* half2 + 32: ggml's block */
     {10, "Q2_K", 256, 84, -1},
     {11, "Q3_K", 256, 110, -1},
     {12, "Q4_K", 256, 144, TM_Q4_K},
