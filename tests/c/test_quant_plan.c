@@ -9,7 +9,7 @@ static tm_dtype pick(const tm_quant_plan *p, const char *name, int64_t d0,
                      int64_t d1, bool *fb)
 {
     int64_t shape[2] = {d0, d1};
-    return tm_quant_plan_pick(p, name, d1 > 0 ? shape : shape + 1,
+    return tm_quant_plan_pick(p, name, shape,
                               d1 > 0 ? 2 : 1, fb);
 }
 
