@@ -50,8 +50,13 @@ tm_status tm__gpt_replace_params(tm_gpt *m, tm_tensor *const *news,
     slots(m, sl, ns);
     for (int i = 0; i < n && !st; i++) {
         tm_tensor *t = news[i] ? news[i] : tm_params_get(m->params, i);
-        st = tm_params_add(set, tm_params_name(m->params, i), t,
-                           tm_params_no_decay(m->params, i));
+        const char *name = tm_params_name(m->params, i);
+        /* A quantized weight is frozen state: a buffer, which optimizers
+         * skip. */
+        st = tm_dtype_is_quantized(tm_dtype_of(t))
+                 ? tm_params_add_buffer(set, name, t)
+                 : tm_params_add(set, name, t,
+                                 tm_params_no_decay(m->params, i));
     }
     if (st) {
         tm__relabel_error(fn, st);
@@ -149,6 +154,8 @@ tm_status tm_gpt_quantize(tm_gpt *m, const struct tm_quant_plan *plan,
         st = TM_ENOMEM;
         goto done;
     }
+    /* The new tensors are frozen values, not functions of the old ones. */
+    bool prev = tm_no_grad_begin();
     for (int i = 0; i < n; i++) {
         const char *name = tm_params_name(m->params, i);
         tm_tensor *p = tm_params_get(m->params, i);
@@ -158,14 +165,14 @@ tm_status tm_gpt_quantize(tm_gpt *m, const struct tm_quant_plan *plan,
                                          &fb);
         if ((int)to < 0) {
             st = tm__relabel_error(fn, tm_last_status());
-            goto done;
+            break;
         }
         tm_quant_error e;
         bool keep;
         news[i] = convert(p, tm_dtype_of(p), to, &e, &keep, name, fn);
         if (!news[i] && !keep) {
             st = tm_last_status();
-            goto done;
+            break;
         }
         store[i] = to;
         if (cb) {
@@ -180,6 +187,8 @@ tm_status tm_gpt_quantize(tm_gpt *m, const struct tm_quant_plan *plan,
             cb(&info, user);
         }
     }
+    tm_no_grad_end(prev);
+    if (st) goto done;
     if ((st = tm__gpt_replace_params(m, news, fn))) goto done;
     tm__dealloc(m->store);
     m->store = store;

@@ -15,7 +15,11 @@ static void print_str(const char *s, size_t n)
     putchar('"');
     for (size_t i = 0; i < n && i < STRING_SHOWN; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+        if (c == '\n')
+            printf("\\n");
+        else if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
             printf("\\x%02x", c);
         else
             putchar(c);

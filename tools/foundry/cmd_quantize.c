@@ -51,7 +51,7 @@ static void on_tensor(const tm_gpt_quant_info *q, void *user)
     char type[24];
     snprintf(type, sizeof type, "%s%s", tm_dtype_name(q->to), q->fell_back ? "*" : "");
     double rel = q->ref_rms > 0 ? q->rmse / q->ref_rms : 0;
-    printf("  %-44s %-14s %-7s %10zu  %.3e  %7.3f%%\n", q->name, shape, type, q->bytes_after, q->rmse,
+    printf("  %-48s %-14s %-7s %10zu  %.3e  %7.3f%%\n", q->name, shape, type, q->bytes_after, q->rmse,
            100 * rel);
 }
 
@@ -268,7 +268,7 @@ int cmd_quantize(int argc, char **argv)
     tm_clear_error();
     totals t = {.quiet = quiet};
     if (!quiet)
-        printf("  %-44s %-14s %-7s %10s  %-9s  %8s\n", "tensor", "shape", "type", "bytes", "rmse", "rel");
+        printf("  %-48s %-14s %-7s %10s  %-9s  %8s\n", "tensor", "shape", "type", "bytes", "rmse", "rel");
     if (tm_gpt_quantize(m, &plan, on_tensor, &t) != TM_OK)
         goto fail;
     if (out_gguf) {
