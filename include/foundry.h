@@ -28,5 +28,6 @@
 #include "foundry/data.h"
 #include "foundry/tokenizer.h"
 #include "foundry/models.h"
+#include "foundry/gguf.h"
 
 #endif
