@@ -2,6 +2,8 @@
  * one (the reference dot, row by row) and the pick for this CPU. */
 #include "qmatmul.h"
 
+#include "../cpu_features.h"
+
 #define PORTABLE_ROWS(fn, dt)                                                 \
     static void fn(const void *w, const void *a, size_t as, int na,           \
                    int64_t nb, float *out)                                    \
@@ -30,12 +32,56 @@ static const tm__qkern portable = {
 
 const tm__qkern *tm__qkern_portable(void) { return &portable; }
 
-const tm__qkern *tm__qkern_current(void) { return &portable; }
+/* The x86 kernels also convert halves with F16C, which every AVX2 CPU
+ * has in practice; checked all the same. */
+static bool x86_f16c(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("f16c");
+#else
+    return false;
+#endif
+}
+
+const tm__qkern *tm__qkern_current(void)
+{
+    const tm__qkern *k = NULL;
+    switch (tm__cpu_isa()) {
+    case TM__ISA_AVX512:
+        if (!x86_f16c()) break;
+        if (tm__cpu_has_vnni()) k = tm__qkern_avx512vnni();
+        if (!k) k = tm__qkern_avx2();
+        break;
+    case TM__ISA_AVX2:
+        if (x86_f16c()) k = tm__qkern_avx2();
+        break;
+#if defined(__aarch64__)
+    case TM__ISA_NEON:
+        if (tm__cpu_has_dotprod()) k = tm__qkern_neondot();
+        if (!k) k = tm__qkern_neon();
+        break;
+#endif
+    default: break;
+    }
+    return k ? k : &portable;
+}
 
 int tm__qkern_families(const tm__qkern **out)
 {
     int n = 0;
     out[n++] = &portable;
+    if (tm__isa_supported(TM__ISA_AVX2) && x86_f16c() && tm__qkern_avx2())
+        out[n++] = tm__qkern_avx2();
+    if (tm__isa_supported(TM__ISA_AVX512) && x86_f16c() &&
+        tm__cpu_has_vnni() && tm__qkern_avx512vnni())
+        out[n++] = tm__qkern_avx512vnni();
+#if defined(__aarch64__)
+    if (tm__isa_supported(TM__ISA_NEON) && tm__qkern_neon())
+        out[n++] = tm__qkern_neon();
+    if (tm__isa_supported(TM__ISA_NEON) && tm__cpu_has_dotprod() &&
+        tm__qkern_neondot())
+        out[n++] = tm__qkern_neondot();
+#endif
     return n;
 }
 

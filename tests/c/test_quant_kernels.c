@@ -411,3 +411,36 @@ TEST(quantized_entries_reject_bad_buffers)
     tm_buf src2 = fbuf(f, 2, 64, 64), dst2 = qbuf(q, 0, TM_Q4_0, 1, 64, 64);
     CHECK_STATUS(tm__cpu_quantize(NULL, &dst2, &src2), TM_ESHAPE, "differ");
 }
+
+static bool has_family(const char *name)
+{
+    const tm__qkern *fams[TM__QKERN_MAX];
+    int n = tm__qkern_families(fams);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(fams[i]->name, name)) return true;
+    return false;
+}
+
+/* The families the kernel test above runs are every one this CPU has,
+ * and the backend picks the best (VNNI / dotprod only while switched on). */
+TEST(qdot_families_cover_this_cpu)
+{
+    CHECK(has_family("portable"));
+    if (tm__isa_supported(TM__ISA_AVX2)) CHECK(has_family("avx2"));
+    if (tm__cpu_has_vnni()) CHECK(has_family("avx512vnni"));
+    if (tm__isa_supported(TM__ISA_NEON)) CHECK(has_family("neon"));
+    if (tm__cpu_has_dotprod()) CHECK(has_family("neondot"));
+    tm__isa saved = tm__cpu_isa();
+    if (tm__set_isa(TM__ISA_AVX512) && tm__cpu_has_vnni())
+        CHECK(!strcmp(tm__qkern_current()->name, "avx512vnni"));
+    tm__cpu_set_dot_ext(false);
+    CHECK(!tm__cpu_has_vnni() && !tm__cpu_has_dotprod());
+    if (tm__set_isa(TM__ISA_AVX512))
+        CHECK(!strcmp(tm__qkern_current()->name, "avx2"));
+    if (tm__set_isa(TM__ISA_NEON))
+        CHECK(!strcmp(tm__qkern_current()->name, "neon"));
+    tm__cpu_set_dot_ext(true);
+    if (tm__set_isa(TM__ISA_PORTABLE))
+        CHECK(!strcmp(tm__qkern_current()->name, "portable"));
+    tm__set_isa(saved);
+}
