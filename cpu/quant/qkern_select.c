@@ -1,5 +1,6 @@
 /* qkern_select.c — which family of quantized kernels runs: the portable
  * one (the reference dot, row by row) and the pick for this CPU. */
+#include "qact.h"
 #include "qmatmul.h"
 
 #include "../cpu_features.h"
@@ -55,12 +56,10 @@ const tm__qkern *tm__qkern_current(void)
     case TM__ISA_AVX2:
         if (x86_f16c()) k = tm__qkern_avx2();
         break;
-#if defined(__aarch64__)
     case TM__ISA_NEON:
         if (tm__cpu_has_dotprod()) k = tm__qkern_neondot();
         if (!k) k = tm__qkern_neon();
         break;
-#endif
     default: break;
     }
     return k ? k : &portable;
@@ -75,13 +74,11 @@ int tm__qkern_families(const tm__qkern **out)
     if (tm__isa_supported(TM__ISA_AVX512) && x86_f16c() &&
         tm__cpu_has_vnni() && tm__qkern_avx512vnni())
         out[n++] = tm__qkern_avx512vnni();
-#if defined(__aarch64__)
     if (tm__isa_supported(TM__ISA_NEON) && tm__qkern_neon())
         out[n++] = tm__qkern_neon();
     if (tm__isa_supported(TM__ISA_NEON) && tm__cpu_has_dotprod() &&
         tm__qkern_neondot())
         out[n++] = tm__qkern_neondot();
-#endif
     return n;
 }
 
@@ -93,4 +90,34 @@ tm__qrows_fn tm__qrows_for(tm_dtype wt)
     return f ? f : portable.rows[wt - TM_Q8_0];
 }
 
-tm__qaxpy_fn tm__qaxpy_current(void) { return tm__qaxpy_portable; }
+tm__qaxpy_fn tm__qaxpy_current(void)
+{
+    switch (tm__cpu_isa()) {
+#if defined(__x86_64__)
+    case TM__ISA_AVX2:
+    case TM__ISA_AVX512: return tm__qaxpy_avx2;
+#endif
+#if defined(__aarch64__)
+    case TM__ISA_NEON: return tm__qaxpy_neon;
+#endif
+    default: return tm__qaxpy_portable;
+    }
+}
+
+bool tm__qact_quantize(tm_dtype dt, const float *x, void *dst, int64_t n)
+{
+#if defined(__x86_64__)
+    tm__isa isa = tm__cpu_isa();
+    if ((isa == TM__ISA_AVX2 || isa == TM__ISA_AVX512) && x86_f16c()) {
+        switch (dt) {
+        case TM_Q8_0: tm__qact_q8_0_avx2(x, dst, n); return true;
+        case TM_Q8_1: tm__qact_q8_1_avx2(x, dst, n); return true;
+        case TM_Q8_K: tm__qact_q8_k_avx2(x, dst, n); return true;
+        default: break;
+        }
+    }
+#else
+    (void)dt, (void)x, (void)dst, (void)n;
+#endif
+    return false;
+}
