@@ -30,6 +30,12 @@ typedef struct tm__qkern {
 } tm__qkern;
 
 const tm__qkern *tm__qkern_portable(void);
+/* Each SIMD family's table, or NULL when built for another architecture
+ * (the caller checks that the CPU runs it). */
+const tm__qkern *tm__qkern_avx2(void);
+const tm__qkern *tm__qkern_avx512vnni(void);
+const tm__qkern *tm__qkern_neon(void);
+const tm__qkern *tm__qkern_neondot(void);
 
 /* The families this build has and this CPU runs now (the finer features
  * as cpu_features.h switches them), portable first; returns the count. */

@@ -4,6 +4,7 @@
  * and bit- (dequantize) identical to the references in quantize/.
  */
 #include "../../quantize/quant_impl.h"
+#include "qact.h"
 
 void tm__dequantize_row(tm_dtype dt, const void *src, float *y, int64_t n)
 {
@@ -14,5 +15,5 @@ void tm__dequantize_row(tm_dtype dt, const void *src, float *y, int64_t n)
 void tm__quantize_row(tm_dtype dt, const float *x, void *dst, int64_t n)
 {
     const tm__qtraits *tr = tm__qtraits_of(dt);
-    if (tr) tr->quantize_ref(x, dst, n);
+    if (tr && !tm__qact_quantize(dt, x, dst, n)) tr->quantize_ref(x, dst, n);
 }

@@ -411,3 +411,113 @@ TEST(quantized_entries_reject_bad_buffers)
     tm_buf src2 = fbuf(f, 2, 64, 64), dst2 = qbuf(q, 0, TM_Q4_0, 1, 64, 64);
     CHECK_STATUS(tm__cpu_quantize(NULL, &dst2, &src2), TM_ESHAPE, "differ");
 }
+
+static bool has_family(const char *name)
+{
+    const tm__qkern *fams[TM__QKERN_MAX];
+    int n = tm__qkern_families(fams);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(fams[i]->name, name)) return true;
+    return false;
+}
+
+/* The families the kernel test above runs are every one this CPU has,
+ * and the backend picks the best (VNNI / dotprod only while switched on). */
+TEST(qdot_families_cover_this_cpu)
+{
+    CHECK(has_family("portable"));
+    if (tm__isa_supported(TM__ISA_AVX2)) CHECK(has_family("avx2"));
+    if (tm__cpu_has_vnni()) CHECK(has_family("avx512vnni"));
+    if (tm__isa_supported(TM__ISA_NEON)) CHECK(has_family("neon"));
+    if (tm__cpu_has_dotprod()) CHECK(has_family("neondot"));
+    tm__isa saved = tm__cpu_isa();
+    if (tm__set_isa(TM__ISA_AVX512) && tm__cpu_has_vnni())
+        CHECK(!strcmp(tm__qkern_current()->name, "avx512vnni"));
+    tm__cpu_set_dot_ext(false);
+    CHECK(!tm__cpu_has_vnni() && !tm__cpu_has_dotprod());
+    if (tm__set_isa(TM__ISA_AVX512))
+        CHECK(!strcmp(tm__qkern_current()->name, "avx2"));
+    if (tm__set_isa(TM__ISA_NEON))
+        CHECK(!strcmp(tm__qkern_current()->name, "neon"));
+    tm__cpu_set_dot_ext(true);
+    if (tm__set_isa(TM__ISA_PORTABLE))
+        CHECK(!strcmp(tm__qkern_current()->name, "portable"));
+    tm__set_isa(saved);
+}
+
+/* The backward's vector sums take the portable loop's operations in its
+ * order (no FMA): the same bits on every family. */
+TEST(qmatmul_backward_same_bits_on_every_family)
+{
+    int64_t m = 5, n = 11, k = 512;
+    size_t wrow = rowbytes(TM_Q5_K, k);
+    float *w = malloc(sizeof(float) * (size_t)(n * k));
+    float *dy = malloc(sizeof(float) * (size_t)(m * n));
+    float *dx0 = malloc(sizeof(float) * (size_t)(m * k));
+    float *dx1 = malloc(sizeof(float) * (size_t)(m * k));
+    char *wq = malloc(wrow * (size_t)n);
+    REQUIRE(w && dy && dx0 && dx1 && wq);
+    fill(w, n * k, 0);
+    for (int64_t i = 0; i < m * n; i++) dy[i] = grand();
+    for (int64_t r = 0; r < n; r++)
+        tm__quantize_row(TM_Q5_K, w + r * k, wq + wrow * r, k);
+    tm_buf wb = qbuf(wq, 0, TM_Q5_K, n, k, k), dyb = fbuf(dy, m, n, n);
+    tm_buf d0 = fbuf(dx0, m, k, k), d1 = fbuf(dx1, m, k, k);
+    tm__isa saved = tm__cpu_isa();
+    tm__set_isa(TM__ISA_PORTABLE);
+    CHECK_INT(tm__cpu_qmatmul_backward(NULL, &d0, &dyb, &wb, false), TM_OK);
+    for (int isa = 1; isa < TM__ISA_COUNT; isa++) {
+        if (!tm__set_isa((tm__isa)isa)) continue;
+        memset(dx1, 0xff, sizeof(float) * (size_t)(m * k));
+        CHECK_INT(tm__cpu_qmatmul_backward(NULL, &d1, &dyb, &wb, false),
+                  TM_OK);
+        CHECK(memcmp(dx0, dx1, sizeof(float) * (size_t)(m * k)) == 0);
+    }
+    tm__set_isa(saved);
+    free(w); free(dy); free(dx0); free(dx1); free(wq);
+}
+
+/* The activation quantizers tm__quantize_row uses (SIMD where the family
+ * has one) give the reference's bytes on every family: random rows,
+ * values landing exactly on .5 after scaling (the rounding mode), zero
+ * blocks, ties of |max| with both signs, and non-finite values. */
+TEST(activation_quantizers_byte_identical_every_family)
+{
+    static const tm_dtype acts[] = {TM_Q8_0, TM_Q8_1, TM_Q8_K};
+    int64_t n = 1024;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    char *got = malloc(292 * 4), *want = malloc(292 * 4);
+    REQUIRE(x && got && want);
+    tm__isa saved = tm__cpu_isa();
+    for (int kind = 0; kind < 6; kind++) {
+        for (int64_t i = 0; i < n; i++) {
+            switch (kind) {
+            case 0: x[i] = grand() * 3.0f; break;
+            /* max 127 -> d = 1: the others land on halves */
+            case 1: x[i] = i % 32 == 0 ? 127.0f
+                                       : (float)(i % 255 - 127) + 0.5f; break;
+            case 2: x[i] = i < 512 ? 0.0f : grand(); break;
+            case 3: x[i] = i % 7 == 0 ? (i % 2 ? -2.0f : 2.0f) : grand(); break;
+            case 4: x[i] = i == 40 ? NAN : i == 300 ? INFINITY : grand(); break;
+            default: x[i] = (float)(i % 17) * 1e-30f; break;
+            }
+        }
+        for (int a = 0; a < 3; a++) {
+            tm_dtype at = acts[a];
+            size_t rb = rowbytes(at, n);
+            tm__qtraits_of(at)->quantize_ref(x, want, n);
+            for (int isa = 0; isa < TM__ISA_COUNT; isa++) {
+                if (!tm__set_isa((tm__isa)isa)) continue;
+                memset(got, 0x5a, rb);
+                tm__quantize_row(at, x, got, n);
+                if (memcmp(got, want, rb) != 0)
+                    tt_fail(__FILE__, __LINE__, "%s on %s, data kind %d: "
+                            "bytes differ from the reference",
+                            tm__qtraits_of(at)->name,
+                            tm__isa_name((tm__isa)isa), kind);
+            }
+        }
+    }
+    tm__set_isa(saved);
+    free(x); free(got); free(want);
+}
