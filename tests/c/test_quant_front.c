@@ -84,6 +84,12 @@ TEST(quant_quantize_matches_rows)
             tr->dequantize_ref(raw + r * rb, deq + r * N, N);
         }
         CHECK(memcmp(tm_data(q), raw, R * rb) == 0);
+        /* and the raw-row API's, the converters' path */
+        unsigned char *rows = malloc(R * rb);
+        REQUIRE(rows);
+        CHECK(tm_quantize_rows(qt, f32(x), rows, R, N) == TM_OK);
+        CHECK(memcmp(rows, raw, R * rb) == 0);
+        free(rows);
         tm_tensor *d = tm_dequantize(q, TM_F32);
         REQUIRE(d);
         CHECK(memcmp(tm_data(d), deq, sizeof(float) * R * N) == 0);
@@ -376,12 +382,16 @@ TEST(quant_matmul_forms)
     REQUIRE(y && m1);
     CHECK_SHAPE(m1, N, M);
     CHECK(memcmp(tm_data(m1), tm_data(y), tm_nbytes(y)) == 0);
-    /* W · v (1-D) and W · X (X [K, N]) */
+    /* W · v and v · Wᵀ (v 1-D), and W · X (X [K, N]) */
     tm_tensor *v = tm_select(x, 0, 1);
     tm_tensor *mv = v ? tm_matmul(wq, v) : NULL;
-    REQUIRE(mv);
+    tm_tensor *vm = v ? tm_matmul(v, wt) : NULL;
+    REQUIRE(mv && vm);
     CHECK_SHAPE(mv, M);
+    CHECK_SHAPE(vm, M);
     CHECK(memcmp(tm_data(mv), f32(y) + M, M * sizeof(float)) == 0);
+    CHECK(memcmp(tm_data(vm), f32(y) + M, M * sizeof(float)) == 0);
+    tm_free(vm);
     tm_tensor *xtv = tm_transpose(x, 0, 1);
     tm_tensor *xt = xtv ? tm_contiguous(xtv) : NULL;
     tm_free(xtv);
