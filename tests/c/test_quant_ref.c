@@ -214,7 +214,7 @@ static void check_round_trip_32(tm_dtype dt, float (*gen)(void))
     const tm__qtraits *t = tm__qtraits_of(dt);
     enum { N = 32 * 64 };
     float x[N], y[N];
-    unsigned char q[64 * 36];
+    _Alignas(16) unsigned char q[64 * 36];
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
@@ -279,7 +279,7 @@ static void check_round_trip_k(tm_dtype dt, float (*gen)(void))
     const int nmax = dt == TM_Q4_K ? 15 : dt == TM_Q5_K ? 31 : 63;
     enum { N = 256 * 16 };
     float x[N], y[N];
-    unsigned char q[16 * 210];
+    _Alignas(16) unsigned char q[16 * 210];
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
@@ -318,7 +318,7 @@ TEST(quant_k_quants_round_trip_within_bound)
 TEST(quant_zeros_round_trip_to_zeros)
 {
     float x[256] = {0}, y[256];
-    unsigned char q[292];
+    _Alignas(16) unsigned char q[292];
     for (size_t i = 0; i < sizeof all_q / sizeof all_q[0]; i++) {
         const tm__qtraits *t = tm__qtraits_of(all_q[i]);
         memset(y, 0x7f, sizeof y);
@@ -335,7 +335,7 @@ TEST(quant_zeros_round_trip_to_zeros)
 TEST(quant_non_finite_inputs_are_defined)
 {
     float x[512], y[512];
-    unsigned char q[2 * 292];
+    _Alignas(16) unsigned char q[2 * 292];
     for (int i = 0; i < 512; i++) x[i] = (float)(i % 7) - 3.0f;
     x[3] = NAN;
     x[100] = INFINITY;

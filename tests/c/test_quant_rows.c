@@ -46,7 +46,7 @@ TEST(quant_rows_equal_one_reference_call_for_any_thread_count)
 TEST(quant_rows_accept_empty_input)
 {
     float x[1] = {0};
-    unsigned char q[1] = {0x5a};
+    _Alignas(16) unsigned char q[1] = {0x5a};
     CHECK_INT(tm_quantize_rows(TM_Q4_0, x, q, 0, 32), TM_OK);
     CHECK_INT(tm_quantize_rows(TM_Q4_K, x, q, 3, 0), TM_OK);
     CHECK_INT(tm_dequantize_rows(TM_Q6_K, q, x, 0, 256), TM_OK);
@@ -56,7 +56,7 @@ TEST(quant_rows_accept_empty_input)
 TEST(quant_rows_errors_name_the_problem)
 {
     float x[64], y[64];
-    unsigned char q[64];
+    _Alignas(16) unsigned char q[64];
     for (int i = 0; i < 64; i++) x[i] = 0.5f;
     CHECK_STATUS(tm_quantize_rows(TM_F32, x, q, 1, 32), TM_EDTYPE,
                  "tm_quantize_rows: dtype f32 (0) is not a quantized dtype");
@@ -76,6 +76,13 @@ TEST(quant_rows_errors_name_the_problem)
     CHECK_STATUS(tm_dequantize_rows(TM_Q4_K, q, y, 1, 32), TM_ESHAPE,
                  "a row of 32 values is not a whole number of q4_k blocks "
                  "of 256");
+    float xa[80];
+    const float *odd = (const float *)(const void *)((const char *)xa + 2);
+    CHECK_STATUS(tm_quantize_rows(TM_Q8_0, odd, q, 1, 32), TM_EINVAL,
+                 "the q8_0 buffer must be 2-byte aligned and the float "
+                 "buffer 4-byte aligned");
+    CHECK_STATUS(tm_dequantize_rows(TM_Q8_K, q + 2, y, 1, 256), TM_EINVAL,
+                 "the q8_k buffer must be 4-byte aligned");
     CHECK_STATUS(tm_quantize_rows(TM_Q8_0, x, q, INT64_MAX / 64, 64),
                  TM_EINVAL, "overflow the address space");
 }
@@ -86,7 +93,7 @@ TEST(quant_rows_reject_non_finite_values_before_writing)
 {
     enum { ROWS = 8, N = 64 };
     float x[ROWS * N];
-    unsigned char q[ROWS * N];
+    _Alignas(16) unsigned char q[ROWS * N];
     for (int i = 0; i < ROWS * N; i++) x[i] = 1.0f;
     x[6 * N + 40] = INFINITY;
     x[2 * N + 17] = NAN;
@@ -109,7 +116,7 @@ TEST(quant_rows_reject_non_finite_values_before_writing)
 TEST(quant_rows_report_block_scales_that_overflow)
 {
     float x[64];
-    unsigned char q[64 * 2];
+    _Alignas(16) unsigned char q[64 * 2];
     for (int i = 0; i < 64; i++) x[i] = 1.0f;
     x[40] = 1e6f; /* q4_0: d = 1e6 / 8 > 65504 */
     CHECK_STATUS(tm_quantize_rows(TM_Q4_0, x, q, 2, 32), TM_ERANGE,
