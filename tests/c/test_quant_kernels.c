@@ -521,3 +521,37 @@ TEST(activation_quantizers_byte_identical_every_family)
     tm__set_isa(saved);
     free(x); free(got); free(want);
 }
+
+/* Acceptance 5 at the kernel level: the backward allocates nothing from
+ * the library allocator (no F32 copy of w, no n x k floats: its buffers
+ * are on the stack), and the forward only its one activation scratch
+ * (m rows of the activation type, here far below an F32 w). */
+TEST(qmatmul_peak_memory_has_no_f32_weight_copy)
+{
+    int64_t m = 2, n = 256, k = 1024;
+    size_t wrow = rowbytes(TM_Q4_K, k), arow = rowbytes(TM_Q8_K, k);
+    float *w = malloc(sizeof(float) * (size_t)(n * k));
+    float *x = malloc(sizeof(float) * (size_t)(m * k));
+    float *y = malloc(sizeof(float) * (size_t)(m * n));
+    char *wq = malloc(wrow * (size_t)n);
+    REQUIRE(w && x && y && wq);
+    fill(w, n * k, 0);
+    for (int64_t i = 0; i < m * k; i++) x[i] = grand();
+    for (int64_t r = 0; r < n; r++)
+        tm__quantize_row(TM_Q4_K, w + r * k, wq + wrow * r, k);
+    tm_buf wb = qbuf(wq, 0, TM_Q4_K, n, k, k), xb = fbuf(x, m, k, k);
+    tm_buf yb = fbuf(y, m, n, n);
+    tm_mem_stats s0, s1;
+    tm_memory_stats(&s0);
+    tm_memory_reset_peak();
+    CHECK_INT(tm__cpu_qmatmul_backward(NULL, &xb, &yb, &wb, false), TM_OK);
+    tm_memory_stats(&s1);
+    CHECK(s1.peak_bytes == s0.current_bytes);
+    tm_memory_reset_peak();
+    CHECK_INT(tm__cpu_qmatmul(NULL, &yb, &xb, &wb, false), TM_OK);
+    tm_memory_stats(&s1);
+    /* one scratch of m activation rows, rounded up to a size class */
+    CHECK(s1.peak_bytes - s0.current_bytes <= 2 * arow * (size_t)m + 4096);
+    CHECK(s1.peak_bytes - s0.current_bytes < sizeof(float) * (size_t)(n * k) / 8);
+    free(w); free(x); free(y); free(wq);
+}
