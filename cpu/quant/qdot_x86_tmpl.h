@@ -213,6 +213,17 @@ QX_K45(qx_q5_k, tm__block_q5_K,
                    _mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
        hb = _mm256_srli_epi16(hb, 2);)
 
+/* Shuffles picking Q6_K scales 2i (bytes 0..7) and 2i + 1 (8..15). */
+static const uint8_t qx_q6_pick[8][16] = {
+#define QX_PICK(i)                                                            \
+    {2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i),  \
+     2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1,         \
+     2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1}
+    QX_PICK(0), QX_PICK(1), QX_PICK(2), QX_PICK(3),
+    QX_PICK(4), QX_PICK(5), QX_PICK(6), QX_PICK(7)
+#undef QX_PICK
+};
+
 QX_INLINE void qx_q6_k_n(const void *vw, const void *a, size_t as,
                          int64_t nb, float *out, const int na)
 {
@@ -246,13 +257,8 @@ QX_INLINE void qx_q6_k_n(const void *vw, const void *a, size_t as,
                 _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
             for (int t = 0; t < 4; t++) {
                 /* scales 8h + 2t (values 0..15 of q[t]) and 8h + 2t + 1 */
-                int s0 = 8 * h + 2 * t;
-                __m128i pick = _mm_set_epi8(
-                    (char)(s0 + 1), (char)(s0 + 1), (char)(s0 + 1),
-                    (char)(s0 + 1), (char)(s0 + 1), (char)(s0 + 1),
-                    (char)(s0 + 1), (char)(s0 + 1), (char)s0, (char)s0,
-                    (char)s0, (char)s0, (char)s0, (char)s0, (char)s0,
-                    (char)s0);
+                const __m128i pick =
+                    _mm_loadu_si128((const __m128i *)qx_q6_pick[4 * h + t]);
                 __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
                 for (int j = 0; j < na; j++) {
                     const tm__block_q8_K *ab =
