@@ -34,6 +34,16 @@ QX_INLINE float qx_hsum(__m256 v)
     return _mm_cvtss_f32(a);
 }
 
+/* Lane j = the sum of the 8 lanes of p[j]. */
+QX_INLINE __m256i qx_reduce8(const __m256i *p)
+{
+    __m256i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
+    __m256i c = _mm256_hadd_epi32(p[4], p[5]), d = _mm256_hadd_epi32(p[6], p[7]);
+    __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20),
+                            _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
 /* 16 packed bytes -> 32 nibbles: value j < 16 is the low nibble of byte j,
  * value j + 16 its high nibble (the 32-value formats' order). */
 QX_INLINE __m256i qx_nibbles32(const uint8_t *p)
@@ -84,6 +94,30 @@ QX_INLINE __m256i qx_bits32(const uint8_t *p)
             }                                                                 \
         }                                                                     \
         for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]);                \
+    }                                                                         \
+    static void fname##_8(const void *vw, const void *a, size_t as,           \
+                          int64_t nb, const float *da, const float *sa,       \
+                          float *out)                                         \
+    {                                                                         \
+        const wtype *wb = vw;                                                 \
+        (void)sa;                                                             \
+        __m256 acc = _mm256_setzero_ps();                                     \
+        for (int64_t b = 0; b < nb; b++) {                                    \
+            __m256i w;                                                        \
+            DECODE                                                            \
+            const __m256i uw = _mm256_sign_epi8(w, w);                        \
+            __m256i p[TM__QNA8];                                              \
+            for (int j = 0; j < TM__QNA8; j++) {                              \
+                const tm__block_q8_0 *ab =                                    \
+                    (const tm__block_q8_0 *)QX_AROW(a, as, j) + b;            \
+                __m256i av = _mm256_loadu_si256((const __m256i *)ab->qs);     \
+                p[j] = QX_DOT_US(uw, _mm256_sign_epi8(av, w));                \
+            }                                                                 \
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(qx_h2f(wb[b].d)),         \
+                                     _mm256_loadu_ps(da + 8 * b));            \
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qx_reduce8(p)), acc); \
+        }                                                                     \
+        _mm256_storeu_ps(out, acc);                                           \
     }
 
 QX_SIGNED_Q8_0(qx_q8_0, tm__block_q8_0,
@@ -124,6 +158,30 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
             }                                                                 \
         }                                                                     \
         for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]) + sm[j];        \
+    }                                                                         \
+    static void fname##_8(const void *vw, const void *a, size_t as,           \
+                          int64_t nb, const float *da, const float *sa,       \
+                          float *out)                                         \
+    {                                                                         \
+        const wtype *wb = vw;                                                 \
+        __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();         \
+        for (int64_t b = 0; b < nb; b++) {                                    \
+            __m256i w;                                                        \
+            DECODE                                                            \
+            __m256i p[TM__QNA8];                                              \
+            for (int j = 0; j < TM__QNA8; j++) {                              \
+                const tm__block_q8_1 *ab =                                    \
+                    (const tm__block_q8_1 *)QX_AROW(a, as, j) + b;            \
+                p[j] = QX_DOT_US(w, _mm256_loadu_si256(                       \
+                                        (const __m256i *)ab->qs));            \
+            }                                                                 \
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(qx_h2f(wb[b].d)),         \
+                                     _mm256_loadu_ps(da + 8 * b));            \
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qx_reduce8(p)), acc); \
+            accm = _mm256_fmadd_ps(_mm256_set1_ps(qx_h2f(wb[b].m)),           \
+                                   _mm256_loadu_ps(sa + 8 * b), accm);        \
+        }                                                                     \
+        _mm256_storeu_ps(out, _mm256_add_ps(acc, accm));                      \
     }
 
 QX_UNSIGNED_Q8_1(qx_q4_1, tm__block_q4_1, w = qx_nibbles32(wb[b].qs);)
@@ -314,4 +372,7 @@ static const tm__qkern QX_TABLE = {
              QX_SLOT(TM_Q4_1) = qx_q4_1, QX_SLOT(TM_Q5_0) = qx_q5_0,
              QX_SLOT(TM_Q5_1) = qx_q5_1, QX_SLOT(TM_Q4_K) = qx_q4_k,
              QX_SLOT(TM_Q5_K) = qx_q5_k, QX_SLOT(TM_Q6_K) = qx_q6_k},
+    .rows8 = {QX_SLOT(TM_Q8_0) = qx_q8_0_8, QX_SLOT(TM_Q4_0) = qx_q4_0_8,
+              QX_SLOT(TM_Q4_1) = qx_q4_1_8, QX_SLOT(TM_Q5_0) = qx_q5_0_8,
+              QX_SLOT(TM_Q5_1) = qx_q5_1_8},
 };

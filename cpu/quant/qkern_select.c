@@ -97,6 +97,12 @@ tm__qrows_fn tm__qrows_for(tm_dtype wt)
     return f ? f : portable.rows[wt - TM_Q8_0];
 }
 
+tm__qrows8_fn tm__qrows8_for(tm_dtype wt)
+{
+    if (wt < TM_Q8_0 || wt > TM_Q8_K) return NULL;
+    return tm__qkern_current()->rows8[wt - TM_Q8_0];
+}
+
 tm__qaxpy_fn tm__qaxpy_current(void)
 {
     switch (tm__cpu_isa()) {
