@@ -9,8 +9,8 @@
  * every weight format through the CPU backend's qmatmul entry (what
  * tm_linear runs for a quantized weight: the activations quantized on
  * the fly, integer dot products).  Also a STREAM-like copy (a = b, 2 x 128
- * MiB) and a read-only pass (libc memchr over 256 MiB) on as many
- * threads.
+ * MiB) and a read-only pass over 256 MiB (AVX2 loads, or libc's memchr)
+ * on as many threads.
  * One warm-up, then at least MIN_REPS calls and MIN_TOTAL seconds; the
  * minimum per call.  One JSON object per line; bench/bench_quant.py runs
  * it and prints the table.
@@ -53,14 +53,45 @@ typedef struct {
     uint64_t sum;
 } bw_part;
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* A read-only pass as the kernels read: 4 x 32-byte loads an iteration. */
+__attribute__((target("avx2"))) static uint64_t read_avx2(const char *p,
+                                                          size_t bytes)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+    for (size_t i = 0; i + 128 <= bytes; i += 128) {
+        s0 = _mm256_add_epi64(s0, _mm256_loadu_si256((const __m256i *)(p + i)));
+        s1 = _mm256_add_epi64(s1,
+                              _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+        s2 = _mm256_add_epi64(s2,
+                              _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+        s3 = _mm256_add_epi64(s3,
+                              _mm256_loadu_si256((const __m256i *)(p + i + 96)));
+    }
+    __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1),
+                                 _mm256_add_epi64(s2, s3));
+    uint64_t out[4];
+    _mm256_storeu_si256((__m256i *)out, s);
+    return out[0] + out[1] + out[2] + out[3];
+}
+#endif
+
 static void *bw_run(void *p)
 {
     bw_part *w = p;
     if (w->kind == 0) {
         memcpy(w->a, w->b, w->bytes);
     } else {
-        /* memchr for a byte the buffer lacks: libc's SIMD scan reads it
-         * all at full speed, which a plain C loop at -O2 does not. */
+        /* a plain C loop at -O2 reads far below the memory's speed: AVX2
+         * loads where the CPU has them, else libc's SIMD memchr for a
+         * byte the buffer lacks */
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (__builtin_cpu_supports("avx2")) {
+            w->sum = read_avx2(w->a, w->bytes) == 42;
+            return NULL;
+        }
+#endif
         w->sum = memchr(w->a, 0x7f, w->bytes) != NULL;
     }
     return NULL;
@@ -84,7 +115,7 @@ static double bandwidth(int kind, int threads, char *a, char *b)
         for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
         double e = now() - s;
         if (rep > 0 && e < best) best = e;
-        if (parts[0].sum) die("memchr found a byte it should not");
+        if (parts[0].sum) fputc(' ', stderr); /* keeps the reads */
     }
     double moved = kind == 0 ? 2.0 * (double)len : (double)len;
     return moved / best / 1e9;
