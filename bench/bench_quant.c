@@ -8,7 +8,8 @@
  * (1 = matvec; 64; 512 on the square shape): F32 through tm_linear, then
  * every weight format through the CPU backend's qmatmul entry (what
  * tm_linear runs for a quantized weight: the activations quantized on
- * the fly, integer dot products).  Also a STREAM-like copy (a = b, 2 x 128
+ * the fly, integer dot products), each from >= 512 MiB of weight copies
+ * taken in turn so no call finds them in a cache.  Also a STREAM-like copy (a = b, 2 x 128
  * MiB) and a read-only pass over 256 MiB (AVX2 loads, or libc's memchr)
  * on as many threads.
  * One warm-up, then at least MIN_REPS calls and MIN_TOTAL seconds; the
@@ -26,7 +27,10 @@
 #include <time.h>
 
 enum { MIN_REPS = 3 };
-#define ROTATE_BYTES ((size_t)96 << 20)
+/* Weights are taken from copies of at least this many bytes in turn, so
+ * every call reads them from memory, not from a cache (a VM's L3 may be
+ * several dies' worth). */
+#define ROTATE_BYTES ((size_t)512 << 20)
 static double min_total = 0.25;
 
 static void die(const char *what)
@@ -166,6 +170,12 @@ static void bench_shape(int64_t n, int64_t k, const int64_t *ms, int nm,
     tm_tensor *w = tm_randn((int64_t[]){n, k}, 2, TM_F32);
     tm_tensor *xall = tm_randn((int64_t[]){mmax, k}, 2, TM_F32);
     if (!w || !xall) die("tm_randn");
+    size_t fbytes = sizeof(float) * (size_t)(n * k);
+    int nw = (int)((ROTATE_BYTES + fbytes - 1) / fbytes);
+    tm_tensor *wr[16] = {w};
+    if (nw > 16) nw = 16;
+    for (int i = 1; i < nw; i++)
+        if (!(wr[i] = tm_clone(w))) die("tm_clone");
     float *yq = malloc(sizeof(float) * (size_t)(mmax * n));
     if (!yq) die("malloc");
     for (int ti = 0; ti < nt; ti++) {
@@ -180,7 +190,7 @@ static void bench_shape(int64_t n, int64_t k, const int64_t *ms, int nm,
             for (int rep = 0; rep < MIN_REPS || now() - t0 < min_total;
                  rep++) {
                 double s = now();
-                y = tm_linear(x, w, NULL);
+                y = tm_linear(x, wr[(rep + 1) % nw], NULL);
                 double e = now() - s;
                 if (!y) die("tm_linear");
                 tm_free(y);
@@ -196,9 +206,7 @@ static void bench_shape(int64_t n, int64_t k, const int64_t *ms, int nm,
     const float *wp = tm_data(wc), *xp = tm_data(xc);
     for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
         size_t wbytes = (size_t)(n * (k / fmt_block[f])) * fmt_bytes[f];
-        /* Copies of the weight, taken in turn, so each call reads them
-         * from memory, not from the 32 MiB of L3 they would otherwise
-         * sit in (the F32 weights are 64 MiB and more). */
+        /* copies of the weight, taken in turn (ROTATE_BYTES) */
         int copies = (int)((ROTATE_BYTES + wbytes - 1) / wbytes);
         char *wq = malloc(wbytes * (size_t)copies);
         if (!wq) die("malloc");
@@ -233,6 +241,7 @@ static void bench_shape(int64_t n, int64_t k, const int64_t *ms, int nm,
     free(yq);
     tm_free(wc);
     tm_free(xc);
+    for (int i = 1; i < nw; i++) tm_free(wr[i]);
     tm_free(w);
     tm_free(xall);
 }
