@@ -219,10 +219,11 @@ $(B)/bench/%: bench/%.c $(STATIC)
 
 bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
        $(B)/bench/bench_attn_fwd $(B)/bench/bench_attn_fwd_tile \
-       $(B)/bench/bench_attn_bwd
+       $(B)/bench/bench_attn_bwd $(B)/bench/bench_quant
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 	$(B)/bench/bench_fused
+	$(PYTHON) bench/bench_quant.py $(B)/bench/bench_quant
 	$(MAKE) python
 	$(VENV)/bin/python bench/bench_overhead.py
 	$(VENV)/bin/python bench/bench_train.py

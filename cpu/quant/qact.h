@@ -13,6 +13,9 @@
 void tm__qact_q8_0_avx2(const float *x, void *dst, int64_t n);
 void tm__qact_q8_1_avx2(const float *x, void *dst, int64_t n);
 void tm__qact_q8_k_avx2(const float *x, void *dst, int64_t n);
+void tm__qact_q8_0_neon(const float *x, void *dst, int64_t n);
+void tm__qact_q8_1_neon(const float *x, void *dst, int64_t n);
+void tm__qact_q8_k_neon(const float *x, void *dst, int64_t n);
 
 /* Quantizes the row with this CPU's SIMD quantizer for dt when there is
  * one (true), else leaves it to the caller (false). */

@@ -34,6 +34,16 @@ QX_INLINE float qx_hsum(__m256 v)
     return _mm_cvtss_f32(a);
 }
 
+/* Lane j = the sum of the 8 lanes of p[j]. */
+QX_INLINE __m256i qx_reduce8(const __m256i *p)
+{
+    __m256i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
+    __m256i c = _mm256_hadd_epi32(p[4], p[5]), d = _mm256_hadd_epi32(p[6], p[7]);
+    __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20),
+                            _mm256_permute2x128_si256(ab, cd, 0x31));
+}
+
 /* 16 packed bytes -> 32 nibbles: value j < 16 is the low nibble of byte j,
  * value j + 16 its high nibble (the 32-value formats' order). */
 QX_INLINE __m256i qx_nibbles32(const uint8_t *p)
@@ -84,6 +94,30 @@ QX_INLINE __m256i qx_bits32(const uint8_t *p)
             }                                                                 \
         }                                                                     \
         for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]);                \
+    }                                                                         \
+    static void fname##_8(const void *vw, const void *a, size_t as,           \
+                          int64_t nb, const float *da, const float *sa,       \
+                          float *out)                                         \
+    {                                                                         \
+        const wtype *wb = vw;                                                 \
+        (void)sa;                                                             \
+        __m256 acc = _mm256_setzero_ps();                                     \
+        for (int64_t b = 0; b < nb; b++) {                                    \
+            __m256i w;                                                        \
+            DECODE                                                            \
+            const __m256i uw = _mm256_sign_epi8(w, w);                        \
+            __m256i p[TM__QNA8];                                              \
+            for (int j = 0; j < TM__QNA8; j++) {                              \
+                const tm__block_q8_0 *ab =                                    \
+                    (const tm__block_q8_0 *)QX_AROW(a, as, j) + b;            \
+                __m256i av = _mm256_loadu_si256((const __m256i *)ab->qs);     \
+                p[j] = QX_DOT_US(uw, _mm256_sign_epi8(av, w));                \
+            }                                                                 \
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(qx_h2f(wb[b].d)),         \
+                                     _mm256_loadu_ps(da + 8 * b));            \
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qx_reduce8(p)), acc); \
+        }                                                                     \
+        _mm256_storeu_ps(out, acc);                                           \
     }
 
 QX_SIGNED_Q8_0(qx_q8_0, tm__block_q8_0,
@@ -124,6 +158,30 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
             }                                                                 \
         }                                                                     \
         for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]) + sm[j];        \
+    }                                                                         \
+    static void fname##_8(const void *vw, const void *a, size_t as,           \
+                          int64_t nb, const float *da, const float *sa,       \
+                          float *out)                                         \
+    {                                                                         \
+        const wtype *wb = vw;                                                 \
+        __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();         \
+        for (int64_t b = 0; b < nb; b++) {                                    \
+            __m256i w;                                                        \
+            DECODE                                                            \
+            __m256i p[TM__QNA8];                                              \
+            for (int j = 0; j < TM__QNA8; j++) {                              \
+                const tm__block_q8_1 *ab =                                    \
+                    (const tm__block_q8_1 *)QX_AROW(a, as, j) + b;            \
+                p[j] = QX_DOT_US(w, _mm256_loadu_si256(                       \
+                                        (const __m256i *)ab->qs));            \
+            }                                                                 \
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(qx_h2f(wb[b].d)),         \
+                                     _mm256_loadu_ps(da + 8 * b));            \
+            acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qx_reduce8(p)), acc); \
+            accm = _mm256_fmadd_ps(_mm256_set1_ps(qx_h2f(wb[b].m)),           \
+                                   _mm256_loadu_ps(sa + 8 * b), accm);        \
+        }                                                                     \
+        _mm256_storeu_ps(out, _mm256_add_ps(acc, accm));                      \
     }
 
 QX_UNSIGNED_Q8_1(qx_q4_1, tm__block_q4_1, w = qx_nibbles32(wb[b].qs);)
@@ -213,6 +271,17 @@ QX_K45(qx_q5_k, tm__block_q5_K,
                    _mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
        hb = _mm256_srli_epi16(hb, 2);)
 
+/* Shuffles picking Q6_K scales 2i (bytes 0..7) and 2i + 1 (8..15). */
+static const uint8_t qx_q6_pick[8][16] = {
+#define QX_PICK(i)                                                            \
+    {2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i), 2 * (i),  \
+     2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1,         \
+     2 * (i) + 1, 2 * (i) + 1, 2 * (i) + 1}
+    QX_PICK(0), QX_PICK(1), QX_PICK(2), QX_PICK(3),
+    QX_PICK(4), QX_PICK(5), QX_PICK(6), QX_PICK(7)
+#undef QX_PICK
+};
+
 QX_INLINE void qx_q6_k_n(const void *vw, const void *a, size_t as,
                          int64_t nb, float *out, const int na)
 {
@@ -246,13 +315,8 @@ QX_INLINE void qx_q6_k_n(const void *vw, const void *a, size_t as,
                 _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
             for (int t = 0; t < 4; t++) {
                 /* scales 8h + 2t (values 0..15 of q[t]) and 8h + 2t + 1 */
-                int s0 = 8 * h + 2 * t;
-                __m128i pick = _mm_set_epi8(
-                    (char)(s0 + 1), (char)(s0 + 1), (char)(s0 + 1),
-                    (char)(s0 + 1), (char)(s0 + 1), (char)(s0 + 1),
-                    (char)(s0 + 1), (char)(s0 + 1), (char)s0, (char)s0,
-                    (char)s0, (char)s0, (char)s0, (char)s0, (char)s0,
-                    (char)s0);
+                const __m128i pick =
+                    _mm_loadu_si128((const __m128i *)qx_q6_pick[4 * h + t]);
                 __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
                 for (int j = 0; j < na; j++) {
                     const tm__block_q8_K *ab =
@@ -308,4 +372,7 @@ static const tm__qkern QX_TABLE = {
              QX_SLOT(TM_Q4_1) = qx_q4_1, QX_SLOT(TM_Q5_0) = qx_q5_0,
              QX_SLOT(TM_Q5_1) = qx_q5_1, QX_SLOT(TM_Q4_K) = qx_q4_k,
              QX_SLOT(TM_Q5_K) = qx_q5_k, QX_SLOT(TM_Q6_K) = qx_q6_k},
+    .rows8 = {QX_SLOT(TM_Q8_0) = qx_q8_0_8, QX_SLOT(TM_Q4_0) = qx_q4_0_8,
+              QX_SLOT(TM_Q4_1) = qx_q4_1_8, QX_SLOT(TM_Q5_0) = qx_q5_0_8,
+              QX_SLOT(TM_Q5_1) = qx_q5_1_8},
 };

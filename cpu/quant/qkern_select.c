@@ -5,6 +5,10 @@
 
 #include "../cpu_features.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 #define PORTABLE_ROWS(fn, dt)                                                 \
     static void fn(const void *w, const void *a, size_t as, int na,           \
                    int64_t nb, float *out)                                    \
@@ -38,7 +42,10 @@ const tm__qkern *tm__qkern_portable(void) { return &portable; }
 static bool x86_f16c(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    return __builtin_cpu_supports("f16c");
+    /* CPUID leaf 1, ECX bit 29 (not every compiler's
+     * __builtin_cpu_supports knows "f16c") */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
 #else
     return false;
 #endif
@@ -90,6 +97,12 @@ tm__qrows_fn tm__qrows_for(tm_dtype wt)
     return f ? f : portable.rows[wt - TM_Q8_0];
 }
 
+tm__qrows8_fn tm__qrows8_for(tm_dtype wt)
+{
+    if (wt < TM_Q8_0 || wt > TM_Q8_K) return NULL;
+    return tm__qkern_current()->rows8[wt - TM_Q8_0];
+}
+
 tm__qaxpy_fn tm__qaxpy_current(void)
 {
     switch (tm__cpu_isa()) {
@@ -113,6 +126,15 @@ bool tm__qact_quantize(tm_dtype dt, const float *x, void *dst, int64_t n)
         case TM_Q8_0: tm__qact_q8_0_avx2(x, dst, n); return true;
         case TM_Q8_1: tm__qact_q8_1_avx2(x, dst, n); return true;
         case TM_Q8_K: tm__qact_q8_k_avx2(x, dst, n); return true;
+        default: break;
+        }
+    }
+#elif defined(__aarch64__)
+    if (tm__cpu_isa() == TM__ISA_NEON) {
+        switch (dt) {
+        case TM_Q8_0: tm__qact_q8_0_neon(x, dst, n); return true;
+        case TM_Q8_1: tm__qact_q8_1_neon(x, dst, n); return true;
+        case TM_Q8_K: tm__qact_q8_k_neon(x, dst, n); return true;
         default: break;
         }
     }

@@ -215,8 +215,13 @@ static void run_file(tm_dtype dt, counts *c)
             check_quantize(t, label, f, p + nf, (int64_t)n, nb);
             c->quantize++;
         } else if (kind == 2) {
+            /* blocks hold halves / an F32: copy them to aligned memory */
+            unsigned char *blocks = malloc(nb);
+            REQUIRE(blocks);
+            memcpy(blocks, p, nb);
             memcpy(f, p + nb, nf);
-            check_dequantize(t, label, p, f, (int64_t)n);
+            check_dequantize(t, label, blocks, f, (int64_t)n);
+            free(blocks);
             c->dequantize++;
         } else if (kind == 3) {
             double e;

@@ -170,6 +170,9 @@ TEST(qmatmul_matches_double_loop_every_format)
         check_qmatmul(wfmts[f], 3, 7, 4 * blk, false, 0);
         check_qmatmul(wfmts[f], 6, 9, 2 * blk, true, 0);
         check_qmatmul(wfmts[f], 5, 4, blk * (blk == 32 ? 40 : 5), false, 0);
+        /* whole groups of 8 rows (the wide kernels) and a remainder */
+        check_qmatmul(wfmts[f], 8, 3, 2 * blk, false, 0);
+        check_qmatmul(wfmts[f], 19, 5, 3 * blk, true, 0);
     }
 }
 
@@ -520,4 +523,100 @@ TEST(activation_quantizers_byte_identical_every_family)
     }
     tm__set_isa(saved);
     free(x); free(got); free(want);
+}
+
+/* Acceptance 5 at the kernel level: the backward allocates nothing from
+ * the library allocator (no F32 copy of w, no n x k floats: its buffers
+ * are on the stack), and the forward only its one activation scratch
+ * (m rows of the activation type, here far below an F32 w). */
+TEST(qmatmul_peak_memory_has_no_f32_weight_copy)
+{
+    int64_t m = 2, n = 256, k = 1024;
+    size_t wrow = rowbytes(TM_Q4_K, k), arow = rowbytes(TM_Q8_K, k);
+    float *w = malloc(sizeof(float) * (size_t)(n * k));
+    float *x = malloc(sizeof(float) * (size_t)(m * k));
+    float *y = malloc(sizeof(float) * (size_t)(m * n));
+    char *wq = malloc(wrow * (size_t)n);
+    REQUIRE(w && x && y && wq);
+    fill(w, n * k, 0);
+    for (int64_t i = 0; i < m * k; i++) x[i] = grand();
+    for (int64_t r = 0; r < n; r++)
+        tm__quantize_row(TM_Q4_K, w + r * k, wq + wrow * r, k);
+    tm_buf wb = qbuf(wq, 0, TM_Q4_K, n, k, k), xb = fbuf(x, m, k, k);
+    tm_buf yb = fbuf(y, m, n, n);
+    tm_mem_stats s0, s1;
+    tm_memory_stats(&s0);
+    tm_memory_reset_peak();
+    CHECK_INT(tm__cpu_qmatmul_backward(NULL, &xb, &yb, &wb, false), TM_OK);
+    tm_memory_stats(&s1);
+    CHECK(s1.peak_bytes == s0.current_bytes);
+    tm_memory_reset_peak();
+    CHECK_INT(tm__cpu_qmatmul(NULL, &yb, &xb, &wb, false), TM_OK);
+    tm_memory_stats(&s1);
+    /* one scratch of m activation rows, rounded up to a size class */
+    CHECK(s1.peak_bytes - s0.current_bytes <= 2 * arow * (size_t)m + 4096);
+    CHECK(s1.peak_bytes - s0.current_bytes < sizeof(float) * (size_t)(n * k) / 8);
+    free(w); free(x); free(y); free(wq);
+}
+
+/* The wide kernels (8 activation rows, F32 scales passed in) of every
+ * family against tm__qdot_ref, with the same bound. */
+TEST(qdot_wide_kernels_match_reference_every_family)
+{
+    const tm__qkern *fams[2 * TM__QKERN_MAX];
+    int nfam = tm__qkern_families(fams);
+    tm__cpu_set_dot_ext(false);
+    nfam += tm__qkern_families(fams + nfam);
+    tm__cpu_set_dot_ext(true);
+    int tested = 0;
+    for (int f = 0; f < NFMT; f++) {
+        tm_dtype wt = wfmts[f];
+        const tm__qtraits *q = tm__qtraits_of(wt);
+        int64_t k = 37 * q->block, nb = 37;
+        size_t wrow = rowbytes(wt, k), arow = rowbytes(q->act, k);
+        float *w = malloc(sizeof(float) * (size_t)k);
+        float *x = malloc(sizeof(float) * (size_t)(k * TM__QNA8));
+        float *wd = malloc(sizeof(float) * (size_t)k);
+        float *xd = malloc(sizeof(float) * (size_t)(k * TM__QNA8));
+        float *da = malloc(sizeof(float) * (size_t)(nb * TM__QNA8));
+        float *sa = malloc(sizeof(float) * (size_t)(nb * TM__QNA8));
+        char *wq = malloc(wrow), *aq = malloc(arow * TM__QNA8);
+        REQUIRE(w && x && wd && xd && da && sa && wq && aq);
+        fill(w, k, 0);
+        for (int64_t i = 0; i < k * TM__QNA8; i++) x[i] = grand();
+        tm__quantize_row(wt, w, wq, k);
+        tm__dequantize_row(wt, wq, wd, k);
+        for (int j = 0; j < TM__QNA8; j++) {
+            tm__quantize_row(q->act, x + j * k, aq + arow * j, k);
+            tm__dequantize_row(q->act, aq + arow * j, xd + j * k, k);
+            for (int64_t b = 0; b < nb; b++) {
+                const char *blk = aq + arow * j + (size_t)b * tm__qtraits_of(q->act)->bytes;
+                uint16_t h[2];
+                memcpy(h, blk, sizeof h);
+                da[b * TM__QNA8 + j] = tm__half_to_f32(h[0]);
+                sa[b * TM__QNA8 + j] = tm__half_to_f32(h[1]);
+            }
+        }
+        for (int fam = 0; fam < nfam; fam++) {
+            tm__qrows8_fn f8 = fams[fam]->rows8[wt - TM_Q8_0];
+            if (!f8) continue;
+            tested++;
+            float out[TM__QNA8];
+            f8(wq, aq, arow, nb, da, q->act == TM_Q8_1 ? sa : NULL, out);
+            for (int j = 0; j < TM__QNA8; j++) {
+                double exact;
+                double tol = dot_bound(wt, wd, xd + j * k, aq + arow * j, k,
+                                       &exact);
+                float ref = tm__qdot_ref(wt, wq, aq + arow * j, k);
+                if (!(fabs(out[j] - ref) <= tol))
+                    tt_fail(__FILE__, __LINE__, "%s %s wide row %d: %.9g, "
+                            "reference %.9g (tol %.3g)", fams[fam]->name,
+                            q->name, j, out[j], ref, tol);
+            }
+        }
+        free(w); free(x); free(wd); free(xd); free(da); free(sa); free(wq);
+        free(aq);
+    }
+    /* x86 families with AVX2 have them for the five 32-value formats */
+    if (tm__isa_supported(TM__ISA_AVX2)) CHECK(tested >= 5);
 }

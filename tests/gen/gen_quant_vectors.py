@@ -168,14 +168,20 @@ def distributions(rng, n, real):
         "uniform": rng.uniform(-1, 1, size=n),
     }
     if real is not None:
-        d["real"] = real[:n] if real.size >= n else np.resize(real, n)
+        # whole 256-value runs spread evenly over every matrix
+        blocks = real[:real.size // 256 * 256].reshape(-1, 256)
+        pick = np.linspace(0, len(blocks) - 1, n // 256).astype(int)
+        d["real"] = blocks[pick].reshape(-1)
     return {k: (v * 0.02).astype(F) if k != "real" else v.astype(F)
             for k, v in d.items()}
 
 
 def load_real(path):
-    """The 2-D weights of a safetensors checkpoint, rows of whole 256s,
-    concatenated (F32 or BF16 tensors)."""
+    """The 2-D weights of a safetensors checkpoint whose rows are whole
+    256s, concatenated (F32 or BF16 tensors).  The committed vectors use
+    a GPT the repo's trainer made: bin/foundry train --vocab-size 512
+    --d-model 256 --layers 2 --heads 4 --steps 300 --warmup 30
+    --max-data-mb 1 (Python standard library corpus)."""
     with open(path, "rb") as f:
         hlen = struct.unpack("<Q", f.read(8))[0]
         head = json.loads(f.read(hlen))
