@@ -103,12 +103,19 @@ static void check_quantize(const tm__qtraits *t, const char *label,
     REQUIRE(got);
     const tm_status rows_status =
         has_inf_scale(t->dtype, want, nb, t->bytes) ? TM_ERANGE : TM_OK;
-    for (int path = 0; path < 4; path++) {
+    const tm__isa best = tm__cpu_isa();
+    /* path 0: reference; 1..TM__ISA_COUNT: the row quantizer of each
+     * family (SIMD activation quantizers where the backend has them);
+     * then tm_quantize_rows on 1 and 3 threads */
+    for (int path = 0; path < TM__ISA_COUNT + 3; path++) {
         memset(got, 0xa5, nb);
         if (path == 0) t->quantize_ref(x, got, n);
-        if (path == 1) tm__quantize_row(t->dtype, x, got, n);
-        if (path >= 2) {
-            tm_set_num_threads(path == 2 ? 1 : 3);
+        else if (path <= TM__ISA_COUNT) {
+            if (!tm__set_isa((tm__isa)(path - 1))) continue;
+            tm__quantize_row(t->dtype, x, got, n);
+            tm__set_isa(best);
+        } else {
+            tm_set_num_threads(path == TM__ISA_COUNT + 1 ? 1 : 3);
             /* rows of one block each, so threads split the work */
             CHECK_INT(tm_quantize_rows(t->dtype, x, got, n / t->block,
                                        t->block), rows_status);
