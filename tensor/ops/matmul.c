@@ -5,6 +5,7 @@
  * arithmetic.  tm_gemm records nothing for autograd (it writes into C in
  * place); tm_matmul and tm_linear record their nodes (matmul_backward.c). */
 #include "../core/grad_hooks.h"
+#include "../../quantize/quant_front.h"
 
 #include <string.h>
 
@@ -41,6 +42,9 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     char sa[TM_SHAPE_BUF], sb[TM_SHAPE_BUF], ba[TM_SHAPE_BUF],
         bb[TM_SHAPE_BUF];
     tm_tensor *ac = NULL, *bc = NULL, *out = NULL;
+    if (a && b &&
+        (tm_dtype_is_quantized(a->dtype) || tm_dtype_is_quantized(b->dtype)))
+        return tm__q_matmul(__func__, a, b);
     if (tm__check_dense_operand(__func__, a, "a") ||
         tm__check_dense_operand(__func__, b, "b"))
         return NULL;
@@ -255,6 +259,8 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
 {
     char sx[TM_SHAPE_BUF], sw[TM_SHAPE_BUF], sbias[TM_SHAPE_BUF];
     tm_tensor *xc = NULL, *y = NULL;
+    if (w && tm_dtype_is_quantized(w->dtype))
+        return tm__q_linear(__func__, x, w, bias);
     if (tm__check_dense_operand(__func__, x, "x") ||
         tm__check_dense_operand(__func__, w, "w"))
         return NULL;
