@@ -14,6 +14,7 @@
  * path only).
  */
 #include "foundry/nn_functional.h"
+#include "foundry/quantize.h"
 
 #include "../../tensor/autograd/autograd_impl.h"
 #include "../../tensor/autograd/backward.h"
@@ -90,8 +91,10 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
         return NULL;
     const tm_tensor *both[2] = {weight, indices};
     if (tm__check_same_device(fn, both, 2)) return NULL;
-    if (!tm_dtype_is_float(tm_dtype_of(weight))) {
-        tm__errf(TM_EDTYPE, fn, "weight must be a float tensor, got %s",
+    bool quant = tm_dtype_is_quantized(tm_dtype_of(weight));
+    if (!tm_dtype_is_float(tm_dtype_of(weight)) && !quant) {
+        tm__errf(TM_EDTYPE, fn, "weight must be a float or quantized "
+                 "tensor, got %s",
                  tm_dtype_name(tm_dtype_of(weight)));
         return NULL;
     }
@@ -114,18 +117,29 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     int64_t v = tm_shape(weight)[0], d = tm_shape(weight)[1];
     int64_t k = tm_numel(indices);
     tm_tensor *ix = NULL, *flat = NULL, *neg = NULL, *sel = NULL;
-    tm_tensor *rows = NULL, *out = NULL;
+    tm_tensor *rows = NULL, *out = NULL, *wb = NULL, *qrows = NULL;
     bool prev = tm_no_grad_begin();
+    /* a quantized weight's rows are gathered as bytes (U8 [V, row bytes])
+     * and dequantized after the gather: only the rows looked up are */
+    if (quant && !(wb = tm__q_bytes_view(fn, weight))) goto fail;
     ix = tm_to_dtype(indices, TM_I64); /* contiguous */
     flat = ix ? tm_reshape(ix, (int64_t[]){k}, 1) : NULL;
     /* negative indices -> V: out of range for the lookup as well */
     neg = flat ? tm_binary_scalar(TM_OP_LT, flat, 0.0) : NULL;
     sel = neg ? tm_masked_fill(flat, neg, (double)v) : NULL;
     if (!sel) goto fail;
-    rows = tm_index_select(weight, 0, sel);
+    rows = tm_index_select(quant ? wb : weight, 0, sel);
     if (!rows) {
         if (tm_last_status() == TM_ERANGE) emb_range_error(fn, flat, v);
         goto fail;
+    }
+    if (quant) {
+        int64_t st[2] = {d, 1};
+        qrows = tm__reinterpret(fn, rows, tm_dtype_of(weight),
+                                (int64_t[]){k, d}, st, 2, 0);
+        tm_free(rows);
+        rows = qrows ? tm_dequantize(qrows, TM_F32) : NULL;
+        if (!rows) goto fail;
     }
     int64_t shp[TM_MAX_DIMS];
     for (int i = 0; i < ni; i++) shp[i] = tm_shape(indices)[i];
@@ -142,6 +156,8 @@ tm_tensor *tm_embedding(const tm_tensor *weight, const tm_tensor *indices)
     tm_free(neg);
     tm_free(sel);
     tm_free(rows);
+    tm_free(wb);
+    tm_free(qrows);
     return out;
 fail:
     tm_no_grad_end(prev);
@@ -152,6 +168,8 @@ fail_rec:
     tm_free(neg);
     tm_free(sel);
     tm_free(rows);
+    tm_free(wb);
+    tm_free(qrows);
     tm_free(out);
     return NULL;
 }

@@ -201,6 +201,11 @@ tm_status tm_requires_grad_(tm_tensor *t, bool on)
         return TM_ERR(TM_ESTATE, "only leaf tensors can change requires_grad "
                       "(this one comes from %s); use tm_detach",
                       m->grad_fn->name);
+    if (on && tm_dtype_is_quantized(t->dtype))
+        return TM_ERR(TM_EDTYPE, "a %s tensor is a frozen quantized weight "
+                      "and cannot require grad (its input's gradient still "
+                      "flows through tm_linear / tm_matmul)",
+                      tm_dtype_name(t->dtype));
     if (on && !tm_dtype_is_float(t->dtype))
         return TM_ERR(TM_EDTYPE, "only float tensors can require grad, not "
                       "%s", tm_dtype_name(t->dtype));

@@ -7,6 +7,30 @@
 static tm_status tm__copy_into(const char *fn, tm_tensor *dst,
                                const tm_tensor *src)
 {
+    bool qd = tm_dtype_is_quantized(dst->dtype);
+    if (qd || tm_dtype_is_quantized(src->dtype)) {
+        /* blocks are copied as bytes: same dtype and shape, block dim last
+         * on both sides */
+        char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
+        if (dst->dtype != src->dtype)
+            return tm__errf(TM_EDTYPE, fn, "cannot copy %s into %s: use "
+                            "tm_quantize / tm_dequantize to convert to or "
+                            "from a quantized dtype",
+                            tm_dtype_name(src->dtype),
+                            tm_dtype_name(dst->dtype));
+        if (src->ndim != dst->ndim ||
+            memcmp(src->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim))
+            return tm__errf(TM_ESHAPE, fn, "cannot copy a %s tensor of shape "
+                            "%s into shape %s: quantized copies do not "
+                            "broadcast", tm_dtype_name(src->dtype),
+                            tm__fmt_shape(src->shape, src->ndim, a, sizeof a),
+                            tm__fmt_shape(dst->shape, dst->ndim, b, sizeof b));
+        if (tm_numel(dst) == 0) return TM_OK;
+        tm_buf d, s;
+        if (tm__q_bytes_buf(fn, dst, &d) || tm__q_bytes_buf(fn, src, &s))
+            return tm_last_status();
+        return TM__CALL(fn, tm__ctx(dst), copy, &d, &s);
+    }
     tm_buf d = tm__buf(dst);
     tm_buf s = tm__buf_bcast(src, dst->shape, dst->ndim);
     return TM__CALL(fn, tm__ctx(dst), copy, &d, &s);
@@ -17,6 +41,18 @@ static tm_status tm__copy_into(const char *fn, tm_tensor *dst,
 static tm_tensor *tm__copy_as(const char *fn, const tm_tensor *t, tm_dtype dt,
                               const char *name)
 {
+    int64_t sh[TM_MAX_DIMS], st[TM_MAX_DIMS];
+    size_t off;
+    if (tm_dtype_is_quantized(t->dtype) && dt == t->dtype &&
+        tm__q_bytes_geometry(fn, t, sh, st, &off))
+        return NULL; /* a copy reorders no values within a block dim */
+    if (dt != t->dtype &&
+        (tm_dtype_is_quantized(dt) || tm_dtype_is_quantized(t->dtype))) {
+        tm__errf(TM_EDTYPE, fn, "cannot convert %s to %s: use %s",
+                 tm_dtype_name(t->dtype), tm_dtype_name(dt),
+                 tm_dtype_is_quantized(dt) ? "tm_quantize" : "tm_dequantize");
+        return NULL;
+    }
     tm_tensor *o = tm__tensor_new(fn, t->shape, t->ndim, dt,
                                   tm_device_of(t));
     if (o && tm__copy_into(fn, o, t)) {
@@ -119,6 +155,7 @@ tm_status tm_copy_(tm_tensor *dst, const tm_tensor *src)
 tm_status tm_fill_(tm_tensor *dst, double value)
 {
     if (tm__check_tensor(__func__, dst, "dst") ||
+        tm__q_refuse(__func__, dst, "dst") ||
         tm__check_writable(__func__, dst))
         return tm_last_status();
     tm_buf d = tm__buf(dst);
@@ -130,9 +167,12 @@ tm_status tm_fill_(tm_tensor *dst, double value)
 tm_status tm_copy_to_buffer(const tm_tensor *t, void *dst, size_t size,
                             tm_dtype dt)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return tm_last_status();
+    if (tm__check_tensor(__func__, t, "tensor") ||
+        tm__q_refuse(__func__, t, "tensor"))
+        return tm_last_status();
     if (!tm_dtype_is_valid(dt))
-        return TM_ERR(TM_EDTYPE, "dtype %d is not a dense dtype", (int)dt);
+        return TM_ERR(TM_EDTYPE, "dtype %d (%s) is not a dense dtype",
+                      (int)dt, tm_dtype_name(dt));
     size_t need = (size_t)tm_numel(t) * tm_dtype_size(dt);
     if (size < need)
         return TM_ERR(TM_EINVAL, "buffer of %zu bytes is smaller than the "

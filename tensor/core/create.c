@@ -18,10 +18,18 @@ tm_tensor *tm_empty_on(const int64_t *shape, int ndim, tm_dtype dt,
 static tm_tensor *tm__full(const char *fn, const int64_t *shape, int ndim,
                            double value, tm_dtype dt, tm_device dev)
 {
+    if (tm_dtype_is_quantized(dt) && value != 0.0) {
+        tm__errf(TM_EDTYPE, fn, "cannot fill a %s tensor with %g: make it "
+                 "with tm_quantize (only zeros, all-zero blocks, can be made "
+                 "directly)", tm_dtype_name(dt), value);
+        return NULL;
+    }
     tm_tensor *t = tm__tensor_new(fn, shape, ndim, dt, dev);
     if (!t) return NULL;
     tm_buf b = tm__buf(t);
-    if (TM__CALL(fn, tm__ctx(t), fill, &b, value)) {
+    /* all-zero bytes are zero blocks (scale 0) in every format */
+    if ((tm_dtype_is_quantized(dt) && tm__q_bytes_buf(fn, t, &b)) ||
+        TM__CALL(fn, tm__ctx(t), fill, &b, value)) {
         tm_free(t);
         return NULL;
     }
@@ -166,7 +174,7 @@ tm_tensor *tm_from_buffer(const void *data, const int64_t *shape, int ndim,
     tm_ctx *cx = t ? tm__ctx(t) : NULL;
     if (t && numel > 0 &&
         cx->backend->to_device(cx, t->storage->handle, 0, data,
-                               (size_t)numel * tm_dtype_size(dt))) {
+                               tm__span_bytes(dt, numel))) {
         tm_free(t);
         return NULL;
     }
@@ -202,7 +210,7 @@ tm_tensor *tm_wrap(void *data, const int64_t *shape, const int64_t *strides,
             return NULL;
         }
     }
-    size_t nbytes = numel > 0 ? (size_t)(last + 1) * tm_dtype_size(dt) : 0;
+    size_t nbytes = numel > 0 ? tm__span_bytes(dt, (int64_t)last + 1) : 0;
     tm_storage *s = tm_storage_wrap(data, nbytes, TM_STORAGE_BORROWED,
                                     release, user);
     if (!s) return NULL;

@@ -23,13 +23,8 @@ bool tm_dtype_is_valid(tm_dtype dt)
 const char *tm_dtype_name(tm_dtype dt)
 {
     if (tm_dtype_is_valid(dt)) return tm__dtypes[dt].name;
-    switch (dt) {
-    case TM_Q8_0: return "q8_0";
-    case TM_Q4_0: return "q4_0";
-    case TM_Q4_1: return "q4_1";
-    case TM_Q8_1: return "q8_1";
-    default: return "invalid";
-    }
+    const char *q = tm__qdtype_name(dt);
+    return q ? q : "invalid";
 }
 
 size_t tm_dtype_size(tm_dtype dt)

@@ -133,9 +133,14 @@ tm_status tm__check_shape(const char *fn, const int64_t *shape, int ndim,
                         TM_MAX_DIMS);
     if (ndim > 0 && !shape)
         return tm__errf(TM_EINVAL, fn, "shape is NULL with ndim %d", ndim);
-    if (!tm_dtype_is_valid(dt))
-        return tm__errf(TM_EDTYPE, fn, "dtype %d (%s) is not a dense dtype",
+    bool quant = tm_dtype_is_quantized(dt);
+    if (!tm_dtype_is_valid(dt) && !quant)
+        return tm__errf(TM_EDTYPE, fn, "dtype %d (%s) is not a dtype",
                         (int)dt, tm_dtype_name(dt));
+    if (quant && ndim == 0)
+        return tm__errf(TM_ESHAPE, fn, "a %s tensor needs at least 1 dim "
+                        "(its values come in blocks of %lld)",
+                        tm_dtype_name(dt), (long long)tm_dtype_block_elems(dt));
     /* Every dim is checked (a zero dim does not excuse a negative one),
      * and the product of the non-zero dims must fit even when a zero dim
      * makes the tensor empty: strides are products of trailing dims. */
@@ -152,7 +157,18 @@ tm_status tm__check_shape(const char *fn, const int64_t *shape, int ndim,
         if (n > INT64_MAX / shape[i]) overflow = true;
         else n *= shape[i];
     }
-    if (overflow || (!empty && (uint64_t)n > SIZE_MAX / tm_dtype_size(dt)))
+    /* a quantized tensor made from a shape is contiguous: its last dim is
+     * the block dim */
+    if (quant && shape[ndim - 1] % tm_dtype_block_elems(dt) != 0)
+        return tm__errf(TM_ESHAPE, fn, "shape %s: the last dim %lld of a %s "
+                        "tensor must be a multiple of its block of %lld "
+                        "values", tm__fmt_shape(shape, ndim, buf, sizeof buf),
+                        (long long)shape[ndim - 1], tm_dtype_name(dt),
+                        (long long)tm_dtype_block_elems(dt));
+    size_t per = tm_dtype_block_bytes(dt);
+    uint64_t units = quant ? (uint64_t)n / (uint64_t)tm_dtype_block_elems(dt)
+                           : (uint64_t)n;
+    if (overflow || (!empty && units > SIZE_MAX / per))
         return tm__errf(TM_EOVERFLOW, fn,
                         "shape %s: element count overflows",
                         tm__fmt_shape(shape, ndim, buf, sizeof buf));
@@ -254,8 +270,7 @@ tm_tensor *tm__tensor_new(const char *fn, const int64_t *shape, int ndim,
     if (tm__check_shape(fn, shape, ndim, dt, &numel)) return NULL;
     int64_t strides[TM_MAX_DIMS];
     tm__contiguous_strides(shape, ndim, strides);
-    tm_storage *s = tm__storage_new(fn, (size_t)numel * tm_dtype_size(dt),
-                                    dev);
+    tm_storage *s = tm__storage_new(fn, tm__span_bytes(dt, numel), dev);
     if (!s) return NULL;
     tm_tensor *t = tm__tensor_alloc(fn, s, 0, shape, strides, ndim, dt);
     if (!t) tm_storage_free(s);
@@ -266,9 +281,25 @@ tm_tensor *tm__view_of(const char *fn, const tm_tensor *base,
                        const int64_t *shape, const int64_t *strides, int ndim,
                        int64_t offset)
 {
+    /* every view of a quantized tensor passes here: the one place that
+     * refuses those splitting blocks */
+    if (tm_dtype_is_quantized(base->dtype) &&
+        tm__q_check_geometry(fn, base->dtype, shape, strides, ndim, offset))
+        return NULL;
     atomic_fetch_add(&base->storage->refs, 1);
     tm_tensor *t = tm__tensor_alloc(fn, base->storage, offset, shape, strides,
                                     ndim, base->dtype);
+    if (!t) tm_storage_free(base->storage);
+    return t;
+}
+
+tm_tensor *tm__reinterpret(const char *fn, const tm_tensor *base, tm_dtype dt,
+                           const int64_t *shape, const int64_t *strides,
+                           int ndim, int64_t offset)
+{
+    atomic_fetch_add(&base->storage->refs, 1);
+    tm_tensor *t = tm__tensor_alloc(fn, base->storage, offset, shape, strides,
+                                    ndim, dt);
     if (!t) tm_storage_free(base->storage);
     return t;
 }
@@ -301,12 +332,32 @@ tm_tensor *tm_tensor_from_storage(tm_storage *s, int64_t offset,
         TM_ERR(TM_EINVAL, "storage is NULL");
         return NULL;
     }
-    if (tm__check_shape(__func__, shape, ndim, dt, &numel)) return NULL;
+    bool quant = tm_dtype_is_quantized(dt);
     int64_t st[TM_MAX_DIMS];
+    if (ndim < 0 || ndim > TM_MAX_DIMS || (ndim > 0 && !shape) || !quant) {
+        /* the dense path (and the messages for bad ndim / shape) */
+        if (tm__check_shape(__func__, shape, ndim, dt, &numel)) return NULL;
+    }
     if (strides) memcpy(st, strides, sizeof(int64_t) * (size_t)ndim);
     else tm__contiguous_strides(shape, ndim, st);
-    size_t es = tm_dtype_size(dt);
-    int64_t cap = (int64_t)(s->nbytes / es);
+    if (quant) {
+        /* the block dim may be any dim of stride 1: check with it last */
+        int bd = tm__q_block_dim(dt, shape, st, ndim);
+        int64_t sh[TM_MAX_DIMS];
+        memcpy(sh, shape, sizeof(int64_t) * (size_t)ndim);
+        if (bd >= 0) {
+            sh[bd] = shape[ndim - 1];
+            sh[ndim - 1] = shape[bd];
+        }
+        if (tm__check_shape(__func__, sh, ndim, dt, &numel) ||
+            tm__q_check_geometry(__func__, dt, shape, st, ndim,
+                                 offset < 0 ? 0 : offset))
+            return NULL;
+    }
+    /* capacity in values: a quantized storage holds whole blocks */
+    int64_t cap = quant ? (int64_t)(s->nbytes / tm_dtype_block_bytes(dt)) *
+                              tm_dtype_block_elems(dt)
+                        : (int64_t)(s->nbytes / tm_dtype_size(dt));
     if (offset < 0) {
         TM_ERR(TM_ERANGE, "offset %lld is negative", (long long)offset);
         return NULL;
@@ -353,9 +404,10 @@ bool tm__may_overlap(const tm_tensor *a, const tm_tensor *b)
     if (!tm__extent(a->offset, a->shape, a->strides, a->ndim, &alo, &ahi) ||
         !tm__extent(b->offset, b->shape, b->strides, b->ndim, &blo, &bhi))
         return false;
-    size_t ea = tm_dtype_size(a->dtype), eb = tm_dtype_size(b->dtype);
-    int64_t a0 = alo * (int64_t)ea, a1 = (ahi + 1) * (int64_t)ea;
-    int64_t b0 = blo * (int64_t)eb, b1 = (bhi + 1) * (int64_t)eb;
+    int64_t a0 = (int64_t)tm__q_byte_offset(a->dtype, alo);
+    int64_t a1 = (int64_t)tm__span_bytes(a->dtype, ahi + 1);
+    int64_t b0 = (int64_t)tm__q_byte_offset(b->dtype, blo);
+    int64_t b1 = (int64_t)tm__span_bytes(b->dtype, bhi + 1);
     return a0 < b1 && b0 < a1;
 }
 
@@ -393,7 +445,7 @@ int64_t tm_numel(const tm_tensor *t)
 
 size_t tm_nbytes(const tm_tensor *t)
 {
-    return t ? (size_t)tm_numel(t) * tm_dtype_size(t->dtype) : 0;
+    return t ? tm__span_bytes(t->dtype, tm_numel(t)) : 0;
 }
 
 int64_t tm_offset(const tm_tensor *t) { return t ? t->offset : 0; }
@@ -413,8 +465,7 @@ void *tm_data(const tm_tensor *t)
                tm_device_name(tm_device_of(t)));
         return NULL;
     }
-    return (char *)t->storage->handle +
-           t->offset * (int64_t)tm_dtype_size(t->dtype);
+    return (char *)t->storage->handle + tm__q_byte_offset(t->dtype, t->offset);
 }
 
 bool tm_is_contiguous(const tm_tensor *t)
@@ -455,7 +506,7 @@ tm_buf tm__buf_bcast(const tm_tensor *t, const int64_t *shape, int ndim)
     tm_buf b;
     memset(&b, 0, sizeof b);
     b.handle = t->storage->handle;
-    b.offset = (size_t)t->offset * tm_dtype_size(t->dtype);
+    b.offset = tm__q_byte_offset(t->dtype, t->offset);
     b.dtype = t->dtype;
     if (!shape) {
         b.ndim = t->ndim;

@@ -12,6 +12,7 @@
 #include "foundry/autograd.h"
 #include "foundry/backend.h"
 #include "foundry/ops.h"
+#include "foundry/quantize.h"
 #include "foundry/random.h"
 #include "foundry/tensor.h"
 
@@ -188,6 +189,54 @@ static inline void tm__bump_version(tm_tensor *t)
 }
 /* True if the memory ranges reachable from a and b may overlap. */
 bool tm__may_overlap(const tm_tensor *a, const tm_tensor *b);
+
+/* ------------------------------------------------- quantized tensors
+ * (qdtype.c).  A quantized tensor's shape, strides and offset are in
+ * values; its block dim (stride 1, a multiple of the block long) holds
+ * whole blocks and every other dim of size > 1 steps by whole blocks. */
+
+/* The name of a quantized dtype, NULL for any other value. */
+const char *tm__qdtype_name(tm_dtype dt);
+/* Bytes from a storage's start to the block holding value offset
+ * `elem_offset` (elem_offset * element size for dense dtypes). */
+size_t tm__q_byte_offset(tm_dtype dt, int64_t elem_offset);
+/* Bytes of a span of n values (whole blocks, rounded up; n * element
+ * size for dense dtypes). */
+size_t tm__span_bytes(tm_dtype dt, int64_t n);
+/* The block dim of a quantized geometry, -1 when there is none. */
+int tm__q_block_dim(tm_dtype dt, const int64_t *shape,
+                    const int64_t *strides, int ndim);
+/* TM_EDTYPE naming fn unless the geometry keeps every row of blocks
+ * whole (empty tensors pass; 0-d ones fail). */
+tm_status tm__q_check_geometry(const char *fn, tm_dtype dt,
+                               const int64_t *shape, const int64_t *strides,
+                               int ndim, int64_t offset);
+/* TM_EDTYPE naming fn and `what` when t is quantized ("dequantize it
+ * first"); TM_OK otherwise (and for NULL). */
+tm_status tm__q_refuse(const char *fn, const tm_tensor *t, const char *what);
+/* The bytes of quantized t as a U8 geometry [..., row_bytes] (strides in
+ * bytes, offset in bytes); TM_EDTYPE unless the block dim is last. */
+tm_status tm__q_bytes_geometry(const char *fn, const tm_tensor *t,
+                               int64_t *shape, int64_t *strides,
+                               size_t *offset);
+/* The same as a kernel view, and as a U8 tensor sharing t's storage (no
+ * autograd). */
+tm_status tm__q_bytes_buf(const char *fn, const tm_tensor *t, tm_buf *out);
+tm_tensor *tm__q_bytes_view(const char *fn, const tm_tensor *t);
+/* tm__check_tensor, and TM_EDTYPE for a quantized t: the check of every
+ * compute op's operands (tensor/ops/). */
+static inline tm_status tm__check_dense_operand(const char *fn,
+                                                const tm_tensor *t,
+                                                const char *what)
+{
+    if (tm__check_tensor(fn, t, what)) return tm_last_status();
+    return tm__q_refuse(fn, t, what);
+}
+/* A tensor of dtype dt over base's storage with the given geometry (in
+ * dt's units; trusted: callers have checked it).  No autograd. */
+tm_tensor *tm__reinterpret(const char *fn, const tm_tensor *base, tm_dtype dt,
+                           const int64_t *shape, const int64_t *strides,
+                           int ndim, int64_t offset);
 
 /* ------------------------------------------------------------ conversion */
 

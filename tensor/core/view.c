@@ -390,7 +390,9 @@ tm_tensor *tm_broadcast_to(const tm_tensor *t, const int64_t *shape, int ndim)
 tm_tensor *tm_as_strided(const tm_tensor *t, const int64_t *shape,
                          const int64_t *strides, int ndim, int64_t offset)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_tensor(__func__, t, "tensor") ||
+        tm__q_refuse(__func__, t, "tensor"))
+        return NULL;
     if (ndim > 0 && !strides) {
         TM_ERR(TM_EINVAL, "strides is NULL");
         return NULL;

@@ -20,7 +20,8 @@ static tm_status tm__check_op(const char *fn, tm_binary_op op)
 static tm_status tm__check_operand(const char *fn, const tm_tensor *t,
                                    const char *what)
 {
-    if (tm__check_tensor(fn, t, what)) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, what) || tm__q_refuse(fn, t, what))
+        return tm_last_status();
     if (!tm_dtype_is_valid(t->dtype))
         return tm__errf(TM_EDTYPE, fn, "%s has dtype %s, which elementwise "
                         "ops do not support", what, tm_dtype_name(t->dtype));

@@ -14,7 +14,7 @@
 tm_tensor *tm_diagonal(const tm_tensor *t, int64_t offset, int dim1, int dim2)
 {
     int d1, d2;
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (t->ndim < 2) {
         TM_ERR(TM_EINVAL, "needs a tensor of at least 2 dims, got %d",
                t->ndim);
@@ -77,7 +77,7 @@ static tm_tensor *diag_embed(const tm_tensor *v, int64_t k)
 
 tm_tensor *tm_diag(const tm_tensor *t, int64_t diagonal)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     tm_tensor *r = NULL;
     if (t->ndim == 1) {
         r = diag_embed(t, diagonal);
@@ -97,7 +97,7 @@ tm_tensor *tm_diag(const tm_tensor *t, int64_t diagonal)
 tm_tensor *tm_unfold(const tm_tensor *t, int dim, int64_t size, int64_t step)
 {
     int d;
-    if (tm__check_tensor(__func__, t, "tensor") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
         tm__wrap_dim(__func__, dim, t->ndim ? t->ndim : 1, &d))
         return NULL;
     int64_t n = t->ndim ? t->shape[d] : 1, st = t->ndim ? t->strides[d] : 1;

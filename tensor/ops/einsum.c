@@ -308,6 +308,8 @@ tm_tensor *tm_einsum(const char *equation, tm_tensor *const *operands, int n)
         if (!operands[i]) {
             TM_ERR(TM_EINVAL, "operand %d is NULL", i);
             return NULL;
+        } else if (tm__q_refuse(__func__, operands[i], "an operand")) {
+            return NULL;
         }
     if (tm__check_same_device(__func__, (const tm_tensor *const *)operands,
                               n))

@@ -25,7 +25,7 @@ static tm_tensor *flip_impl(const char *fn, const tm_tensor *t,
 {
     int w[TM_MAX_DIMS];
     bool seen[TM_MAX_DIMS] = {false};
-    if (tm__check_tensor(fn, t, "tensor") || wrap_dims(fn, t, dims, ndims, w))
+    if (tm__check_dense_operand(fn, t, "tensor") || wrap_dims(fn, t, dims, ndims, w))
         return NULL;
     for (int i = 0; i < ndims; i++) {
         if (seen[w[i]]) {
@@ -60,7 +60,7 @@ tm_tensor *tm_flip(const tm_tensor *t, const int *dims, int ndims)
 
 tm_tensor *tm_fliplr(const tm_tensor *t)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (t->ndim < 2) {
         TM_ERR(TM_EINVAL, "input must be >= 2-d, got %d dims", t->ndim);
         return NULL;
@@ -70,7 +70,7 @@ tm_tensor *tm_fliplr(const tm_tensor *t)
 
 tm_tensor *tm_flipud(const tm_tensor *t)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (t->ndim < 1) {
         TM_ERR(TM_EINVAL, "input must be >= 1-d, got %d dims", t->ndim);
         return NULL;
@@ -93,7 +93,7 @@ tm_tensor *tm_roll(const tm_tensor *t, const int64_t *shifts, int nshifts,
                    const int *dims, int ndims)
 {
     int w[TM_MAX_DIMS];
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (nshifts < 1 || !shifts) {
         TM_ERR(TM_EINVAL, "needs at least one shift, got %d", nshifts);
         return NULL;

@@ -21,8 +21,8 @@ static tm_status tm__check_gather_args(const char *fn, const tm_tensor *t,
                                        int *d)
 {
     char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
-    if (tm__check_tensor(fn, t, "tensor") ||
-        tm__check_tensor(fn, index, "index") ||
+    if (tm__check_dense_operand(fn, t, "tensor") ||
+        tm__check_dense_operand(fn, index, "index") ||
         tm__check_index_dtype(fn, index) ||
         tm__wrap_dim(fn, dim, t->ndim, d))
         return tm_last_status();
@@ -169,8 +169,8 @@ static tm_tensor *tm__scatter_copy(const char *fn, const tm_tensor *t,
                                    const tm_tensor *src, bool has_src,
                                    double value, bool add)
 {
-    if (tm__check_tensor(fn, t, "tensor")) return NULL;
-    if (has_src && tm__check_tensor(fn, src, "src")) return NULL;
+    if (tm__check_dense_operand(fn, t, "tensor")) return NULL;
+    if (has_src && tm__check_dense_operand(fn, src, "src")) return NULL;
     /* validate before copying so argument errors cost nothing */
     int d;
     if (tm__check_gather_args(fn, t, dim, index, &d)) return NULL;
@@ -197,8 +197,8 @@ tm_tensor *tm_scatter(const tm_tensor *t, int dim, const tm_tensor *index,
 tm_status tm_scatter_(tm_tensor *t, int dim, const tm_tensor *index,
                       const tm_tensor *src)
 {
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, src, "src") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, src, "src") ||
         tm__check_source(__func__, src))
         return tm_last_status();
     return tm__scatter(__func__, t, dim, index, src, 0, false);
@@ -220,8 +220,8 @@ tm_tensor *tm_scatter_add(const tm_tensor *t, int dim, const tm_tensor *index,
 tm_status tm_scatter_add_(tm_tensor *t, int dim, const tm_tensor *index,
                           const tm_tensor *src)
 {
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, src, "src") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, src, "src") ||
         tm__check_source(__func__, src))
         return tm_last_status();
     return tm__scatter(__func__, t, dim, index, src, 0, true);
@@ -231,8 +231,8 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
                            const tm_tensor *index)
 {
     int d;
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, index, "index") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, index, "index") ||
         tm__check_index_dtype(__func__, index) ||
         tm__wrap_dim(__func__, dim, t->ndim, &d))
         return NULL;
@@ -282,7 +282,7 @@ tm_tensor *tm_index_select(const tm_tensor *t, int dim,
 tm_tensor *tm_one_hot(const tm_tensor *index, int64_t num_classes)
 {
     tm_tensor *ix = NULL, *out = NULL;
-    if (tm__check_tensor(__func__, index, "index")) return NULL;
+    if (tm__check_dense_operand(__func__, index, "index")) return NULL;
     if (!tm_dtype_is_integer(index->dtype)) {
         TM_ERR(TM_EDTYPE, "index must be an integer tensor, got %s",
                tm_dtype_name(index->dtype));

@@ -5,6 +5,7 @@
  * arithmetic.  tm_gemm records nothing for autograd (it writes into C in
  * place); tm_matmul and tm_linear record their nodes (matmul_backward.c). */
 #include "../core/grad_hooks.h"
+#include "../../quantize/quant_front.h"
 
 #include <string.h>
 
@@ -41,8 +42,11 @@ tm_tensor *tm_matmul(const tm_tensor *a, const tm_tensor *b)
     char sa[TM_SHAPE_BUF], sb[TM_SHAPE_BUF], ba[TM_SHAPE_BUF],
         bb[TM_SHAPE_BUF];
     tm_tensor *ac = NULL, *bc = NULL, *out = NULL;
-    if (tm__check_tensor(__func__, a, "a") ||
-        tm__check_tensor(__func__, b, "b"))
+    if (a && b &&
+        (tm_dtype_is_quantized(a->dtype) || tm_dtype_is_quantized(b->dtype)))
+        return tm__q_matmul(__func__, a, b);
+    if (tm__check_dense_operand(__func__, a, "a") ||
+        tm__check_dense_operand(__func__, b, "b"))
         return NULL;
     const tm_tensor *ts[2] = {a, b};
     if (tm__check_same_device(__func__, ts, 2)) return NULL;
@@ -170,9 +174,9 @@ tm_status tm_gemm(bool trans_a, bool trans_b, double alpha, const tm_tensor *a,
                   const tm_tensor *b, double beta, tm_tensor *c)
 {
     char sa[TM_SHAPE_BUF], sb[TM_SHAPE_BUF], sc[TM_SHAPE_BUF];
-    if (tm__check_tensor(__func__, a, "a") ||
-        tm__check_tensor(__func__, b, "b") ||
-        tm__check_tensor(__func__, c, "c"))
+    if (tm__check_dense_operand(__func__, a, "a") ||
+        tm__check_dense_operand(__func__, b, "b") ||
+        tm__check_dense_operand(__func__, c, "c"))
         return tm_last_status();
     const tm_tensor *ts[3] = {a, b, c};
     if (tm__check_same_device(__func__, ts, 3)) return tm_last_status();
@@ -255,8 +259,10 @@ tm_tensor *tm_linear(const tm_tensor *x, const tm_tensor *w,
 {
     char sx[TM_SHAPE_BUF], sw[TM_SHAPE_BUF], sbias[TM_SHAPE_BUF];
     tm_tensor *xc = NULL, *y = NULL;
-    if (tm__check_tensor(__func__, x, "x") ||
-        tm__check_tensor(__func__, w, "w"))
+    if (w && tm_dtype_is_quantized(w->dtype))
+        return tm__q_linear(__func__, x, w, bias);
+    if (tm__check_dense_operand(__func__, x, "x") ||
+        tm__check_dense_operand(__func__, w, "w"))
         return NULL;
     const tm_tensor *ts[3] = {x, w, bias};
     if (tm__check_same_device(__func__, ts, 3)) return NULL;

@@ -50,7 +50,7 @@ fail:
 tm_tensor *tm_nonzero(const tm_tensor *t)
 {
     tm_tensor *cols[TM_MAX_DIMS] = {NULL}, *flat = NULL, *r = NULL;
-    if (tm__check_tensor(__func__, t, "tensor") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
         !(flat = tm__nonzero_flat(__func__, t)))
         return NULL;
     int nd = t->ndim;
@@ -82,8 +82,8 @@ tm_tensor *tm_masked_select(const tm_tensor *t, const tm_tensor *mask)
 {
     int64_t shape[TM_MAX_DIMS], n = 1;
     int nd;
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, mask, "mask") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, mask, "mask") ||
         tm__check_same_device(__func__, (const tm_tensor *[]){t, mask}, 2))
         return NULL;
     if (mask->dtype != TM_BOOL) {
@@ -116,8 +116,8 @@ tm_tensor *tm_take_along_dim(const tm_tensor *t, const tm_tensor *indices,
     char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
     int d;
     tm_tensor *x = NULL, *y = NULL, *r = NULL;
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, indices, "indices"))
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, indices, "indices"))
         return NULL;
     if (!tm_dtype_is_integer(indices->dtype)) {
         TM_ERR(TM_EDTYPE, "indices must be an integer tensor, got %s",
@@ -189,8 +189,8 @@ tm_tensor *tm_repeat_interleave(const tm_tensor *t, const tm_tensor *repeats,
     int d = 0;
     int64_t *rep = NULL, total = 0;
     tm_tensor *src = NULL, *r64 = NULL, *idx = NULL, *r = NULL;
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, repeats, "repeats"))
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, repeats, "repeats"))
         return NULL;
     if (!tm_dtype_is_integer(repeats->dtype) || repeats->ndim > 1) {
         TM_ERR(tm_dtype_is_integer(repeats->dtype) ? TM_ESHAPE : TM_EDTYPE,
@@ -248,7 +248,7 @@ fail:
 tm_tensor *tm_repeat_interleave_int(const tm_tensor *t, int64_t repeats,
                                     const int *dim, int64_t output_size)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     tm_tensor *r = tm__scalar_on(__func__, (double)repeats, TM_I64, TM_CPU);
     tm_tensor *o = r ? tm_repeat_interleave(t, r, dim, output_size) : NULL;
     tm_free(r);

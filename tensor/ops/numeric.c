@@ -9,7 +9,7 @@
 static tm_status tm__check_float(const char *fn, const tm_tensor *t,
                                  const char *what)
 {
-    if (tm__check_tensor(fn, t, what)) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, what)) return tm_last_status();
     if (!tm_dtype_is_float(t->dtype))
         return tm__errf(TM_EDTYPE, fn, "%s must be a float tensor, not %s",
                         what, tm_dtype_name(t->dtype));
@@ -93,8 +93,8 @@ done:
 tm_tensor *tm_isclose(const tm_tensor *a, const tm_tensor *b, double rtol,
                       double atol, bool equal_nan)
 {
-    if (tm__check_tensor(__func__, a, "a") ||
-        tm__check_tensor(__func__, b, "b") ||
+    if (tm__check_dense_operand(__func__, a, "a") ||
+        tm__check_dense_operand(__func__, b, "b") ||
         tm__check_same_dtype(__func__, a, b, "b"))
         return NULL;
     if (!(rtol >= 0) || !(atol >= 0)) {
@@ -166,7 +166,7 @@ static double tm__float_max(tm_dtype dt)
 tm_tensor *tm_nan_to_num(const tm_tensor *t, double nan, double posinf,
                          double neginf)
 {
-    if (tm__check_tensor(__func__, t, "t")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "t")) return NULL;
     if (!tm_dtype_is_float(t->dtype)) return tm_clone(t);
     double big = tm__float_max(t->dtype);
     if (isnan(posinf)) posinf = big;

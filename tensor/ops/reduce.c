@@ -23,7 +23,8 @@ static tm_dtype tm__reduce_dtype(tm_reduce_op op, tm_dtype dt)
 
 static tm_status tm__check_dense(const char *fn, const tm_tensor *t)
 {
-    if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, "tensor") || tm__q_refuse(fn, t, "tensor"))
+        return tm_last_status();
     if (!tm_dtype_is_valid(t->dtype))
         return tm__errf(TM_EDTYPE, fn, "dtype %s is not supported",
                         tm_dtype_name(t->dtype));

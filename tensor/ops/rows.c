@@ -12,7 +12,7 @@
 static tm_status tm__check_float(const char *fn, const tm_tensor *t,
                                  const char *what)
 {
-    if (tm__check_tensor(fn, t, what)) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, what)) return tm_last_status();
     if (!tm_dtype_is_float(t->dtype))
         return tm__errf(TM_EDTYPE, fn,
                         "%s has dtype %s; a float dtype (f32, f64, f16, "

@@ -45,7 +45,7 @@ static tm_status tm__scan(const char *fn, tm_scan_kind kind,
     int d;
     *out = NULL;
     if (ix) *ix = NULL;
-    if (tm__check_tensor(fn, t, "tensor") ||
+    if (tm__check_dense_operand(fn, t, "tensor") ||
         tm__wrap_dim(fn, dim, t->ndim, &d) ||
         tm__scan_dtype(fn, kind, t->dtype, &odt))
         return tm_last_status();

@@ -97,9 +97,9 @@ static tm_tensor *reduce_copy(const char *fn, const tm_tensor *t, int dim,
                               const tm_tensor *index, const tm_tensor *src,
                               tm_scatter_reduce_kind kind, bool include_self)
 {
-    if (tm__check_tensor(fn, t, "tensor") ||
-        tm__check_tensor(fn, index, "index") ||
-        tm__check_tensor(fn, src, "src"))
+    if (tm__check_dense_operand(fn, t, "tensor") ||
+        tm__check_dense_operand(fn, index, "index") ||
+        tm__check_dense_operand(fn, src, "src"))
         return NULL;
     tm_tensor *out = tm__tensor_new(fn, t->shape, t->ndim, t->dtype,
                                     tm_device_of(t));
@@ -138,8 +138,8 @@ tm_status tm_scatter_reduce_(tm_tensor *t, int dim, const tm_tensor *index,
                              const tm_tensor *src,
                              tm_scatter_reduce_kind reduce, bool include_self)
 {
-    if (tm__check_tensor(__func__, t, "tensor") ||
-        tm__check_tensor(__func__, src, "src") ||
+    if (tm__check_dense_operand(__func__, t, "tensor") ||
+        tm__check_dense_operand(__func__, src, "src") ||
         tm__check_source(__func__, src) ||
         tm__check_writable(__func__, t))
         return tm_last_status();

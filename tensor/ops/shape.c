@@ -44,6 +44,7 @@ static tm_status tm__check_list(const char *fn, tm_tensor *const *ts, int n,
     if (!ts) return tm__errf(TM_EINVAL, fn, "ts is NULL");
     for (int i = 0; i < n; i++) {
         if (!ts[i]) return tm__errf(TM_EINVAL, fn, "tensor %d is NULL", i);
+        if (tm__q_refuse(fn, ts[i], "a tensor")) return tm_last_status();
         *dt = i ? tm_promote_types(*dt, ts[i]->dtype) : ts[i]->dtype;
     }
     return tm__check_same_device(fn, (const tm_tensor *const *)ts, n);
@@ -215,7 +216,7 @@ static int tm__pieces(const char *fn, const tm_tensor *t, int d,
 static tm_status tm__split_args(const char *fn, const tm_tensor *t, int dim,
                                 int *d)
 {
-    if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, "tensor")) return tm_last_status();
     if (t->ndim == 0)
         return tm__errf(TM_EINVAL, fn, "cannot split a 0-d tensor");
     return tm__wrap_dim(fn, dim, t->ndim, d);
@@ -279,7 +280,7 @@ int tm_chunk(const tm_tensor *t, int chunks, int dim, tm_tensor **out,
 tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
                   double value)
 {
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (npad < 0 || npad % 2 || npad > 2 * t->ndim) {
         TM_ERR(TM_EINVAL, "npad = %d must be even and at most 2 * ndim = %d",
                npad, 2 * t->ndim);
@@ -347,7 +348,7 @@ tm_tensor *tm_pad(const tm_tensor *t, const int64_t *pad, int npad,
 tm_tensor *tm_repeat(const tm_tensor *t, const int64_t *repeats, int nrep)
 {
     char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
-    if (tm__check_tensor(__func__, t, "tensor")) return NULL;
+    if (tm__check_dense_operand(__func__, t, "tensor")) return NULL;
     if (nrep < t->ndim || nrep > TM_MAX_DIMS) {
         TM_ERR(TM_EINVAL, "%d repeats for a %d-d tensor (need %d to %d)",
                nrep, t->ndim, t->ndim, TM_MAX_DIMS);

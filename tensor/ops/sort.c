@@ -40,7 +40,7 @@ static tm_status tm__sort(const char *fn, const tm_tensor *t, int dim,
     int d;
     if (values) *values = NULL;
     if (indices) *indices = NULL;
-    if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, "tensor")) return tm_last_status();
     if (!values && !indices)
         return tm__errf(TM_EINVAL, fn, "values and indices are both NULL");
     if (tm__wrap_dim(fn, dim, t->ndim, &d)) return tm_last_status();
@@ -125,7 +125,7 @@ tm_status tm_topk(const tm_tensor *t, int64_t k, int dim, bool largest,
     int d;
     if (values) *values = NULL;
     if (indices) *indices = NULL;
-    if (tm__check_tensor(__func__, t, "tensor")) return tm_last_status();
+    if (tm__check_dense_operand(__func__, t, "tensor")) return tm_last_status();
     if (tm__wrap_dim(__func__, dim, t->ndim, &d)) return tm_last_status();
     int64_t size = t->ndim ? t->shape[d] : 1;
     if (t->ndim == 0 && k != 1)

@@ -21,6 +21,10 @@ static tm_status tm__unary_dtype(const char *fn, tm_unary_op op, tm_dtype dt,
                                  double p0, double p1, tm_dtype *out)
 {
     const tm__op_info *info = &tm__unary_ops[op];
+    if (tm_dtype_is_quantized(dt))
+        return tm__errf(TM_EDTYPE, fn, "%s: the input is a %s tensor, a "
+                        "quantized dtype: dequantize it first "
+                        "(tm_dequantize)", info->name, tm_dtype_name(dt));
     if (!tm_dtype_is_valid(dt))
         return tm__errf(TM_EDTYPE, fn, "%s is not supported for dtype %s",
                         info->name, tm_dtype_name(dt));
@@ -63,7 +67,7 @@ static tm_tensor *tm__unary(const char *fn, tm_unary_op op,
                             const tm_tensor *t, double p0, double p1)
 {
     tm_dtype rd;
-    if (tm__check_tensor(fn, t, "tensor") || !tm__unary_valid(fn, op) ||
+    if (tm__check_dense_operand(fn, t, "tensor") || !tm__unary_valid(fn, op) ||
         tm__unary_dtype(fn, op, t->dtype, p0, p1, &rd))
         return NULL;
     tm__saturate_bounds(op, rd, &p0, &p1);
@@ -89,7 +93,7 @@ static tm_status tm__unary_inplace(const char *fn, tm_unary_op op,
                                    tm_tensor *t, double p0, double p1)
 {
     tm_dtype rd;
-    if (tm__check_tensor(fn, t, "tensor")) return tm_last_status();
+    if (tm__check_dense_operand(fn, t, "tensor")) return tm_last_status();
     if (!tm__unary_valid(fn, op)) return TM_EINVAL;
     tm_status st = tm__unary_dtype(fn, op, t->dtype, p0, p1, &rd);
     if (st) return st;

@@ -254,6 +254,11 @@ static tm_status tt_run(tt_job *j)
                                      &j->u.attn);
     case TM_ENTRY_ROPE:
         return c->rope(x, &b[0], &b[1], &b[2], &b[3], &j->u.rope);
+    case TM_ENTRY_QUANTIZE: return c->quantize(x, &b[0], &b[1]);
+    case TM_ENTRY_QMATMUL:
+        return c->qmatmul(x, &b[0], &b[1], &b[2], j->flag);
+    case TM_ENTRY_QMATMUL_BACKWARD:
+        return c->qmatmul_backward(x, &b[0], &b[1], &b[2], j->flag);
     case TT_JOB_H2D:
         memcpy(b[0].handle, j->host, j->bytes);
         return TM_OK;
@@ -676,6 +681,29 @@ static tm_status tt_rope(tm_ctx *c, const tm_buf *out, const tm_buf *x,
     return TT_QUEUE(c, out, x, cos, sin);
 }
 
+static tm_status tt_quantize(tm_ctx *c, const tm_buf *dst, const tm_buf *src)
+{
+    TT_NEW(TM_ENTRY_QUANTIZE);
+    return TT_QUEUE(c, dst, src);
+}
+
+static tm_status tt_qmatmul(tm_ctx *c, const tm_buf *y, const tm_buf *x,
+                            const tm_buf *w, bool accumulate)
+{
+    TT_NEW(TM_ENTRY_QMATMUL);
+    j->flag = accumulate;
+    return TT_QUEUE(c, y, x, w);
+}
+
+static tm_status tt_qmatmul_backward(tm_ctx *c, const tm_buf *dx,
+                                     const tm_buf *dy, const tm_buf *w,
+                                     bool accumulate)
+{
+    TT_NEW(TM_ENTRY_QMATMUL_BACKWARD);
+    j->flag = accumulate;
+    return TT_QUEUE(c, dx, dy, w);
+}
+
 /* ---------------------------------------------- devices, memory, streams */
 
 static int tt_device_count(void) { return TT_NDEV; }
@@ -822,7 +850,8 @@ static void tt_build(void)
         TT_IF(embedding_backward), TT_IF(optim_step), TT_IF(grad_norm),
         TT_IF(scan),
         TT_IF(scatter_reduce), TT_IF(attention), TT_IF(attention_backward),
-        TT_IF(rope),
+        TT_IF(rope), TT_IF(quantize), TT_IF(qmatmul),
+        TT_IF(qmatmul_backward),
 #undef TT_IF
     };
     tt_backend = b;

@@ -63,7 +63,7 @@ TEST(to_dtype_rejects_bad_dtypes)
 {
     tm_tensor *a = tm_zeros((int64_t[]){2}, 1, TM_F32);
     CHECK_NULL_ERR(tm_to_dtype(a, TM_Q4_0), TM_EDTYPE,
-                   "dtype 33 (q4_0) is not a dense dtype");
+                   "cannot convert f32 to q4_0: use tm_quantize");
     CHECK_NULL_ERR(tm_to_dtype(a, (tm_dtype)77), TM_EDTYPE, "dtype 77");
     CHECK_NULL_ERR(tm_to_dtype(NULL, TM_F32), TM_EINVAL,
                    "tm_to_dtype: tensor is NULL");

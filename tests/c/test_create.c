@@ -74,8 +74,13 @@ TEST(bad_shapes_and_dtypes_are_reported)
     CHECK_NULL_ERR(tm_zeros((int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1}, 9,
                             TM_F32),
                    TM_EINVAL, "ndim 9 is outside [0, 8]");
-    CHECK_NULL_ERR(tm_zeros((int64_t[]){2}, 1, TM_Q8_0), TM_EDTYPE,
-                   "dtype 32 (q8_0) is not a dense dtype");
+    /* quantized dtypes are tensor dtypes whose last dim is whole blocks
+     * (tests/c/test_quant_tensor.c) */
+    CHECK_NULL_ERR(tm_zeros((int64_t[]){2}, 1, TM_Q8_0), TM_ESHAPE,
+                   "the last dim 2 of a q8_0 tensor must be a multiple of "
+                   "its block of 32");
+    CHECK_NULL_ERR(tm_zeros((int64_t[]){2}, 1, (tm_dtype)31), TM_EDTYPE,
+                   "dtype 31 (invalid) is not a dtype");
     CHECK_NULL_ERR(tm_zeros(NULL, 2, TM_F32), TM_EINVAL,
                    "shape is NULL with ndim 2");
     CHECK_NULL_ERR(tm_from_buffer(NULL, (int64_t[]){2}, 1, TM_F32), TM_EINVAL,
