@@ -165,7 +165,7 @@ class GGUFFile:
             _c.check(lib.tm_gguf_tensor_info_at(g, i, info))
             name = ffi.string(info.name).decode("utf-8")
             self.tensor_types[name] = _ggml_name(info.ggml_type)
-            if info.dtype < 0:
+            if lib.tm_dtype_of_gguf_type(info.ggml_type) < 0:
                 continue
             self.tensors[name] = wrap(lib.tm_gguf_tensor(g, i))
 
@@ -372,6 +372,8 @@ def save(path, tensors, metadata=None, alignment=None):
             raise TypeError(f"tensor name {name!r} is not a str")
         if not isinstance(t, Tensor):
             t = as_tensor(t)
+        # the detached tensor must outlive the call (the writer retains it)
+        d = t.detach()
         _c.check(lib.tm_gguf_writer_add_tensor(w, name.encode("utf-8"),
-                                               t.detach()._p))
+                                               d._p))
     _c.check(lib.tm_gguf_writer_write(w, os.fsencode(os.fspath(path))))
