@@ -258,3 +258,53 @@ TEST(gguf_write_quantized_round_trip)
     for (int k = 0; k < 4; k++) tm_free(src[k]);
     tt_rmdir(dir);
 }
+
+/* Every allocation of a write, and of an open + cut, failing in turn: a
+ * clean TM_ENOMEM, no leak (LSan), no file left behind. */
+TEST(gguf_out_of_memory_everywhere)
+{
+    char dir[TT_PATH_MAX], p[TT_PATH_MAX];
+    if (!tt_tmpdir(dir)) return;
+    tt_path(p, dir, "m.gguf");
+    int64_t sh[2] = {2, 32};
+    tm_tensor *t = tm_full(sh, 2, 1.5, TM_F32);
+    REQUIRE(t != NULL);
+    const char *strs[2] = {"a", "b"};
+    const int32_t ints[3] = {1, 2, 3};
+    for (uint64_t k = 1;; k++) {
+        tm_alloc_fail_after((int64_t)k);
+        tm_status st = TM_OK;
+        tm_gguf_writer *w = tm_gguf_writer_new();
+        if (!w) st = tm_last_status();
+        if (!st) st = tm_gguf_set_str(w, "s", "hello", SIZE_MAX);
+        if (!st) st = tm_gguf_set_array(w, "a", TM_GGUF_INT32, ints, 3);
+        if (!st) st = tm_gguf_set_str_array(w, "sa", strs, 2);
+        if (!st) st = tm_gguf_set_u32(w, "u", 3);
+        if (!st) st = tm_gguf_writer_add_tensor(w, "t", t);
+        if (!st) st = tm_gguf_writer_write(w, p);
+        tm_alloc_fail_after(0);
+        tm_gguf_writer_free(w);
+        if (st == TM_OK) break;
+        CHECK_INT(st, TM_ENOMEM);
+        CHECK_INT(tt_count_entries(dir), 0);
+        if (k > 1000) break;
+    }
+    size_t n = 0;
+    unsigned char *img = tt_read_file(p, &n);
+    REQUIRE(img != NULL);
+    for (uint64_t k = 1;; k++) {
+        tm_alloc_fail_after((int64_t)k);
+        tm_gguf *g = tm_gguf_open_memory(img, n);
+        tm_tensor *x = g ? tm_gguf_tensor_by_name(g, "t") : NULL;
+        tm_status st = x ? TM_OK : tm_last_status();
+        tm_alloc_fail_after(0);
+        tm_free(x);
+        tm_gguf_close(g);
+        if (st == TM_OK) break;
+        CHECK_INT(st, TM_ENOMEM);
+        if (k > 1000) break;
+    }
+    free(img);
+    tm_free(t);
+    tt_rmdir(dir);
+}
