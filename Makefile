@@ -17,6 +17,7 @@
 #   make fuzz-tokenizer-json  libFuzzer + ASan on the tokenizer.json loader
 #   make fuzz-bpe-train   libFuzzer + ASan on the BPE trainer (round trips)
 #   make fuzz-trainer-state  libFuzzer + ASan on foundry's trainer.json reader
+#   make fuzz-gguf        libFuzzer + ASan on the GGUF reader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -250,10 +251,12 @@ refdata:
 # With SAN containing fuzzer-no-link (clang) a target links libFuzzer's
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
-        fuzz-tokenizer-json fuzz-bpe-train fuzz-trainer-state fuzz-corpus \
+        fuzz-tokenizer-json fuzz-bpe-train fuzz-trainer-state fuzz-gguf \
+        fuzz-corpus \
         fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
 FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json fuzz_trainer_state
+FUZZ_TARGETS += fuzz_gguf
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -323,6 +326,14 @@ fuzz-trainer-state:
 	$(FUZZ_B)/fuzz/fuzz_trainer_state -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-trainer_state tests/fuzz/corpus/trainer_state
+
+fuzz-gguf:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_gguf
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-gguf
+	$(FUZZ_B)/fuzz/fuzz_gguf -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    -dict=tests/fuzz/gguf.dict \
+	    $(FUZZ_B)/fuzz/corpus-gguf tests/fuzz/corpus/gguf
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

@@ -359,8 +359,10 @@ static tm_status rd_tinfo(tm_gguf *g, rd *r, uint64_t i)
                  "of %u", (unsigned long long)row, gt->name, gt->block);
         return fail(r, "%s: %s: a row of %s", d);
     }
-    /* every dim counts (zeros as 1) so the strides of an empty tensor fit */
-    uint64_t extent = 1, bytes = row / gt->block * gt->bytes, rows = 1;
+    /* every dim counts (zeros as 1) so the strides of an empty tensor fit:
+     * the element count and the byte size both within int64 */
+    uint64_t extent = 1, rows = 1;
+    uint64_t blocks = row ? row / gt->block : 1;
     bool empty = false;
     for (uint32_t k = 0; k < nd; k++) {
         uint64_t s = ne[k] ? ne[k] : 1;
@@ -371,9 +373,11 @@ static tm_status rd_tinfo(tm_gguf *g, rd *r, uint64_t i)
         extent *= s;
         if (k) rows *= s;
     }
-    if (bytes && rows > (uint64_t)INT64_MAX / bytes)
+    if (blocks > (uint64_t)INT64_MAX / gt->bytes ||
+        rows > (uint64_t)INT64_MAX / (blocks * gt->bytes))
         return fail(r, "%s: %s: %sthe byte size overflows int64 (size "
                     "overflow)", "");
+    uint64_t bytes = blocks * gt->bytes;
     if (off > (uint64_t)INT64_MAX) {
         snprintf(d, sizeof d, "%llu", (unsigned long long)off);
         return fail(r, "%s: %s: data offset %s is out of range", d);
@@ -445,7 +449,7 @@ static tm_status check_layout(tm_gguf *g, rd *r)
             st = tm__errf(TM_EFORMAT, r->fn, "%s: tensor %lld ('%s'): %zu "
                           "bytes overflow when padded to %zu (size overflow)",
                           r->L, (long long)i, nm, t->nbytes, a);
-        else if (t->nbytes && (t->offset > ds || t->nbytes > ds - t->offset))
+        else if (t->offset > ds || t->nbytes > ds - t->offset)
             st = tm__errf(TM_EFORMAT, r->fn, "%s: tensor %lld ('%s'): data "
                           "at offset %zu of %zu bytes runs past the end of "
                           "the %zu-byte data section (out of the file; "

@@ -10,6 +10,8 @@
  */
 #include "gpt_impl.h"
 
+#include "foundry/quantize.h"
+
 #include "foundry/ops.h"
 
 #include "../tensor/runtime/runtime_impl.h"
@@ -183,7 +185,14 @@ tm_tensor *tm_gpt_forward(tm_gpt *m, const tm_tensor *ids,
     if (!(x = tm_embedding(m->wte, ids))) goto fail;
     if (m->wpe) {
         tm_tensor *sum = NULL;
-        if ((pos = tm_narrow(m->wpe, 0, start, T))) sum = tm_add(x, pos);
+        if ((pos = tm_narrow(m->wpe, 0, start, T)) &&
+            tm_dtype_is_quantized(tm_dtype_of(pos))) {
+            /* A quantized table: only the T rows used, dequantized. */
+            tm_tensor *d = tm_dequantize(pos, TM_F32);
+            tm_free(pos);
+            pos = d;
+        }
+        if (pos) sum = tm_add(x, pos);
         tm_free(x);
         x = sum;
         if (!x) goto fail;

@@ -339,13 +339,6 @@ tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
     if (config_text(&f, config_dir, &c, fn)) goto fail;
     if (!(m = tm__gpt_create(&c, false, NULL, fn))) goto fail;
     int n = tm_params_count(m->params);
-    const char *extra = NULL;
-    if (src_has_extra(&f, m, &extra)) {
-        tm__errf(TM_EFORMAT, fn, "%s: unexpected tensor '%s'%s", path, extra,
-                 !strcmp(extra, "lm_head.weight")
-                     ? " (the config ties the embeddings)" : "");
-        goto fail;
-    }
     if (!(news = tm__calloc(sizeof *news * (size_t)n, fn))) goto fail;
     bool prev = tm_no_grad_begin();
     tm_status st = TM_OK;
@@ -384,7 +377,17 @@ tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
         tm_free(t);
     }
     tm_no_grad_end(prev);
-    if (st || tm__gpt_replace_params(m, news, fn)) goto fail;
+    if (st) goto fail;
+    /* Every tensor the model needs is there and fits: now anything else
+     * in the file is an error. */
+    const char *extra = NULL;
+    if (src_has_extra(&f, m, &extra)) {
+        tm__errf(TM_EFORMAT, fn, "%s: unexpected tensor '%s'%s", path, extra,
+                 !strcmp(extra, "lm_head.weight")
+                     ? " (the config ties the embeddings)" : "");
+        goto fail;
+    }
+    if (tm__gpt_replace_params(m, news, fn)) goto fail;
     for (int i = 0; i < n; i++) tm_free(news[i]);
     tm__dealloc(news);
     tm_safetensors_close(f.st);

@@ -259,6 +259,16 @@ TEST(gguf_bad_dims_and_types)
     gb_header(&b, 3, 1, 0);
     gb_tinfo(&b, "w", 2, bb, 0, 0);
     CHECK_BAD(&b, "the byte size overflows int64");
+    /* 2^62 f32 values: 2^64 bytes, which wraps to 0 in 64 bits */
+    uint64_t wrap[1] = {(uint64_t)1 << 62};
+    gb_header(&b, 3, 1, 0);
+    gb_tinfo(&b, "w", 1, wrap, 0, 0);
+    CHECK_BAD(&b, "the byte size overflows int64");
+    /* empty, but its strides would not fit either */
+    uint64_t ewrap[2] = {(uint64_t)1 << 62, 0};
+    gb_header(&b, 3, 1, 0);
+    gb_tinfo(&b, "e", 2, ewrap, 0, 0);
+    CHECK_BAD(&b, "the byte size overflows int64");
     uint64_t r33[1] = {33};
     gb_header(&b, 3, 1, 0);
     gb_tinfo(&b, "q", 1, r33, 2, 0); /* Q4_0 */
@@ -299,6 +309,14 @@ TEST(gguf_bad_offsets)
     gb_pad(&b, 32);
     gb_fill(&b, 64, 0);
     CHECK_BAD(&b, "data offset 18446744073709551584 is out of range");
+    /* an empty tensor still has to start inside the data section */
+    uint64_t ne0[1] = {0};
+    gb_header(&b, 3, 1, 0);
+    gb_tinfo(&b, "e", 1, ne0, 0, 64);
+    gb_pad(&b, 32);
+    gb_fill(&b, 32, 0);
+    CHECK_BAD(&b, "tensor 0 ('e'): data at offset 64 of 0 bytes runs past "
+              "the end of the 32-byte data section");
     /* overlap: two 16-byte tensors at 0 and 0 */
     uint64_t ne[1] = {4}, ne8[1] = {8};
     gb_header(&b, 3, 2, 0);

@@ -200,3 +200,111 @@ TEST(gguf_write_errors)
     tm_gguf_writer_free(NULL);
     tm_gguf_close(NULL);
 }
+
+/* Quantized tensors go through as their blocks: written, read back as
+ * zero-copy tensors of the same dtype, shape and bytes; at an offset that
+ * breaks the blocks' alignment (general.alignment 1) they come back as a
+ * read-only copy instead. */
+TEST(gguf_write_quantized_round_trip)
+{
+    char dir[TT_PATH_MAX], p[TT_PATH_MAX];
+    if (!tt_tmpdir(dir)) return;
+    const tm_dtype dts[4] = {TM_Q4_0, TM_Q8_0, TM_Q4_K, TM_Q6_K};
+    tm_tensor *src[4] = {NULL};
+    for (int align = 1; align <= 32; align += 31) {
+        tm_gguf_writer *w = tm_gguf_writer_new();
+        REQUIRE(w != NULL);
+        CHECK_INT(tm_gguf_writer_set_alignment(w, (size_t)align), TM_OK);
+        CHECK_INT(tm_gguf_set_u8(w, "pad", 1), TM_OK); /* odd offsets */
+        for (int k = 0; k < 4; k++) {
+            int64_t sh[2] = {3, 256};
+            if (!src[k]) {
+                src[k] = tm_empty(sh, 2, dts[k]);
+                REQUIRE(src[k] != NULL);
+                unsigned char *b = tm_data(src[k]);
+                for (size_t i = 0; i < tm_nbytes(src[k]); i++)
+                    b[i] = (unsigned char)(i * 7 + k);
+            }
+            char nm[16];
+            snprintf(nm, sizeof nm, "q%d", k);
+            CHECK_INT(tm_gguf_writer_add_tensor(w, nm, src[k]), TM_OK);
+        }
+        tt_path(p, dir, "q.gguf");
+        CHECK_INT(tm_gguf_writer_write(w, p), TM_OK);
+        tm_gguf_writer_free(w);
+        tm_gguf *g = tm_gguf_open(p);
+        if (!g) tt_fail(__FILE__, __LINE__, "%s", tm_last_error());
+        REQUIRE(g != NULL);
+        for (int k = 0; k < 4; k++) {
+            tm_gguf_tensor_info ti;
+            CHECK_INT(tm_gguf_tensor_info_at(g, k, &ti), TM_OK);
+            CHECK_INT(ti.ggml_type, tm_gguf_type_of_dtype(dts[k]));
+            CHECK_INT(ti.nbytes, tm_nbytes(src[k]));
+            tm_tensor *t = tm_gguf_tensor(g, k);
+            if (!t) tt_fail(__FILE__, __LINE__, "%s", tm_last_error());
+            REQUIRE(t != NULL);
+            CHECK_INT(tm_dtype_of(t), dts[k]);
+            CHECK_SHAPE(t, 3, 256);
+            CHECK_INT(tm_nbytes(t), tm_nbytes(src[k]));
+            CHECK(!memcmp(tm_data(t), tm_data(src[k]), tm_nbytes(t)));
+            CHECK(tm_storage_is_readonly(tm_storage_of(t)));
+            if (align == 32)
+                CHECK_INT(tm_storage_kind_of(tm_storage_of(t)),
+                          TM_STORAGE_MAPPED);
+            tm_free(t);
+        }
+        tm_gguf_close(g);
+    }
+    for (int k = 0; k < 4; k++) tm_free(src[k]);
+    tt_rmdir(dir);
+}
+
+/* Every allocation of a write, and of an open + cut, failing in turn: a
+ * clean TM_ENOMEM, no leak (LSan), no file left behind. */
+TEST(gguf_out_of_memory_everywhere)
+{
+    char dir[TT_PATH_MAX], p[TT_PATH_MAX];
+    if (!tt_tmpdir(dir)) return;
+    tt_path(p, dir, "m.gguf");
+    int64_t sh[2] = {2, 32};
+    tm_tensor *t = tm_full(sh, 2, 1.5, TM_F32);
+    REQUIRE(t != NULL);
+    const char *strs[2] = {"a", "b"};
+    const int32_t ints[3] = {1, 2, 3};
+    for (uint64_t k = 1;; k++) {
+        tm_alloc_fail_after((int64_t)k);
+        tm_status st = TM_OK;
+        tm_gguf_writer *w = tm_gguf_writer_new();
+        if (!w) st = tm_last_status();
+        if (!st) st = tm_gguf_set_str(w, "s", "hello", SIZE_MAX);
+        if (!st) st = tm_gguf_set_array(w, "a", TM_GGUF_INT32, ints, 3);
+        if (!st) st = tm_gguf_set_str_array(w, "sa", strs, 2);
+        if (!st) st = tm_gguf_set_u32(w, "u", 3);
+        if (!st) st = tm_gguf_writer_add_tensor(w, "t", t);
+        if (!st) st = tm_gguf_writer_write(w, p);
+        tm_alloc_fail_after(0);
+        tm_gguf_writer_free(w);
+        if (st == TM_OK) break;
+        CHECK_INT(st, TM_ENOMEM);
+        CHECK_INT(tt_count_entries(dir), 0);
+        if (k > 1000) break;
+    }
+    size_t n = 0;
+    unsigned char *img = tt_read_file(p, &n);
+    REQUIRE(img != NULL);
+    for (uint64_t k = 1;; k++) {
+        tm_alloc_fail_after((int64_t)k);
+        tm_gguf *g = tm_gguf_open_memory(img, n);
+        tm_tensor *x = g ? tm_gguf_tensor_by_name(g, "t") : NULL;
+        tm_status st = x ? TM_OK : tm_last_status();
+        tm_alloc_fail_after(0);
+        tm_free(x);
+        tm_gguf_close(g);
+        if (st == TM_OK) break;
+        CHECK_INT(st, TM_ENOMEM);
+        if (k > 1000) break;
+    }
+    free(img);
+    tm_free(t);
+    tt_rmdir(dir);
+}

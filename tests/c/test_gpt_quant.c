@@ -240,27 +240,51 @@ TEST(gpt_load_rejects_inconsistent_quantized_files)
     tm_safetensors *f = tm_safetensors_open(p);
     REQUIRE(f);
     for (int i = 0; i < n; i++) ts[i] = tm_safetensors_load(f, names[i]);
+    /* The metadata as written, to edit one entry at a time. */
+    int nm = tm_safetensors_metadata_count(f);
+    REQUIRE(nm >= 2 && nm < 62);
+    char *mk[64], *mv[64];
+    for (int j = 0; j < nm; j++) {
+        mk[j] = strdup(tm_safetensors_metadata_key(f, j));
+        mv[j] = strdup(tm_safetensors_metadata_value(f, j));
+    }
     tm_safetensors_close(f);
     char key[160];
     snprintf(key, sizeof key, "foundry.quant.%s", names[qi]);
-    /* A description naming a dense dtype, a bad shape, and a byte count
-     * that does not match. */
-    static const char *const bad[] = {"f32[64,64]", "q8_0[64", "q8_0[64,32]", "q9_9[64,64]"};
+    int kj = -1;
+    for (int j = 0; j < nm; j++)
+        if (!strcmp(mk[j], key)) kj = j;
+    REQUIRE(kj >= 0);
+    char *good = mv[kj];
+    /* A description naming a dense dtype, a bad shape, a byte count that
+     * does not match, an unknown dtype. */
+    static const char *const bad[] = {"f32[40,64]", "q8_0[40", "q8_0[40,32]", "q9_9[40,64]",
+                                      "q8_0[40,64]x"};
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-        const char *mk[] = {"format", key}, *mv[] = {"pt", bad[b]};
-        REQUIRE(tm_safetensors_save(p, names, ts, n, mk, mv, 2) == TM_OK);
+        mv[kj] = (char *)bad[b];
+        REQUIRE(tm_safetensors_save(p, names, ts, n, (const char *const *)mk,
+                                    (const char *const *)mv, nm) == TM_OK);
         tm_clear_error();
         tm_gpt *x = tm_gpt_load(dir);
         CHECK(x == NULL);
         CHECK(tm_last_status() == TM_EFORMAT);
-        CHECK(strstr(tm_last_error(), names[qi]) != NULL);
+        if (!strstr(tm_last_error(), names[qi]))
+            tt_fail(__FILE__, __LINE__, "%s: error: %s", bad[b], tm_last_error());
         tm_gpt_free(x);
     }
-    /* Quantized bytes without their description: a U8 tensor of the
-     * wrong shape. */
+    mv[kj] = good;
+    /* Quantized bytes without their description: a U8 tensor of the wrong
+     * shape. */
     {
-        const char *mk[] = {"format"}, *mv[] = {"pt"};
-        REQUIRE(tm_safetensors_save(p, names, ts, n, mk, mv, 1) == TM_OK);
+        char *k0 = mk[kj], *v0 = mv[kj];
+        mk[kj] = mk[nm - 1];
+        mv[kj] = mv[nm - 1];
+        REQUIRE(tm_safetensors_save(p, names, ts, n, (const char *const *)mk,
+                                    (const char *const *)mv, nm - 1) == TM_OK);
+        mk[nm - 1] = mk[kj];
+        mv[nm - 1] = mv[kj];
+        mk[kj] = k0;
+        mv[kj] = v0;
         tm_clear_error();
         tm_gpt *x = tm_gpt_load(dir);
         CHECK(x == NULL);
@@ -270,14 +294,28 @@ TEST(gpt_load_rejects_inconsistent_quantized_files)
     }
     /* A description for a tensor the model does not have. */
     {
-        const char *mk[] = {"format", key, "foundry.quant.nope.weight"};
-        const char *mv[] = {"pt", "q8_0[64,64]", "q8_0[64,64]"};
-        REQUIRE(tm_safetensors_save(p, names, ts, n, mk, mv, 3) == TM_OK);
+        mk[nm] = "foundry.quant.nope.weight";
+        mv[nm] = "q8_0[64,64]";
+        REQUIRE(tm_safetensors_save(p, names, ts, n, (const char *const *)mk,
+                                    (const char *const *)mv, nm + 1) == TM_OK);
         tm_clear_error();
         tm_gpt *x = tm_gpt_load(dir);
         CHECK(x == NULL);
-        CHECK(tm_last_error() && strstr(tm_last_error(), "nope.weight") != NULL);
+        if (!strstr(tm_last_error(), "nope.weight"))
+            tt_fail(__FILE__, __LINE__, "error: %s", tm_last_error());
         tm_gpt_free(x);
+    }
+    /* Intact, it loads. */
+    {
+        REQUIRE(tm_safetensors_save(p, names, ts, n, (const char *const *)mk,
+                                    (const char *const *)mv, nm) == TM_OK);
+        tm_gpt *x = tm_gpt_load(dir);
+        CHECK(x != NULL);
+        tm_gpt_free(x);
+    }
+    for (int j = 0; j < nm; j++) {
+        free(mk[j]);
+        free(mv[j]);
     }
     /* A GGUF without foundry.config. */
     {

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct stream_state {
     const tm_tokenizer *tok;
@@ -81,6 +82,7 @@ int cmd_generate(int argc, char **argv)
     const char *model = NULL, *prompt = "", *stop = NULL;
     int64_t max_new = 200, top_k = 0, seed = 0, threads = 0;
     double temperature = 0.8, top_p = 1.0, min_p = 0.0, rep = 1.0;
+    bool stats = false;
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
          .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
@@ -104,6 +106,8 @@ int cmd_generate(int argc, char **argv)
          .help = "stop once the output contains TEXT (the end-of-text token always stops)"},
         {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 4096, .meta = "N",
          .help = "threads (0: the library's default)"},
+        {.name = "--stats", .kind = CLI_BOOL, .dst = &stats,
+         .help = "after the text, one line on stderr: tokens generated, seconds, tokens/s"},
     };
     cli_cmd cmd = {
         .name = "generate", .usage = "generate --model RUN_DIR [--prompt TEXT] [sampling flags]",
@@ -162,10 +166,19 @@ int cmd_generate(int argc, char **argv)
     go.user = &ss;
     fwrite(prompt, 1, strlen(prompt), stdout);
     fflush(stdout);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (tm_gpt_generate(m, prompt_ids, n_prompt, &go, out, &n_out) != TM_OK || ss.failed ||
         (ss.n_pending && !flush_pending(&ss, true)))
         goto fail;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     fputc('\n', stdout);
+    if (stats) {
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        fflush(stdout);
+        fprintf(stderr, "generated %lld tokens in %.3f s: %.1f tokens/s (prompt %lld tokens)\n",
+                (long long)n_out, sec, sec > 0 ? (double)n_out / sec : 0.0, (long long)n_prompt);
+    }
     rc = CLI_OK;
 fail:
     if (rc == CLI_RUNTIME) {

@@ -30,7 +30,9 @@ static bool is_file(const char *path)
 
 char *cli_model_dir(const char *model)
 {
-    if (cli_is_dir(model))
+    /* Anything but a model file is taken as a directory, so a missing
+     * run directory is reported under its own name. */
+    if (cli_is_dir(model) || !(cli_ends_with(model, ".gguf") || cli_ends_with(model, ".safetensors")))
         return strdup(model);
     const char *slash = strrchr(model, '/');
     if (!slash)
