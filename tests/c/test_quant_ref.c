@@ -5,6 +5,7 @@
  * comparisons with independent implementations are test_quant_formats.c. */
 #include "harness.h"
 #include "../../quantize/quant_impl.h"
+#include "quant_bounds.h"
 
 #include <stdlib.h>
 
@@ -182,33 +183,6 @@ static float student_t3(void)
     return (float)(z / sqrt(c / 3));
 }
 
-/* Per-value bound of the 32-value formats: half the step, the step widened
- * to a whole one where the format's grid stops short of the extreme
- * (Q4_0 / Q5_0 put the extreme at -8 / -16 and reach only +7 / +15), plus
- * the error of storing d (and m) as halves (relative 2^-11 times the
- * largest level), plus F32 rounding. */
-static double bound_32(tm_dtype dt, const float *x)
-{
-    float amax = 0, mn = x[0], mx = x[0];
-    for (int i = 0; i < 32; i++) {
-        amax = fmaxf(amax, fabsf(x[i]));
-        mn = fminf(mn, x[i]);
-        mx = fmaxf(mx, x[i]);
-    }
-    const double h = 0x1p-11, f = 4 * 0x1p-24 * amax;
-    switch (dt) {
-    case TM_Q8_0:
-    case TM_Q8_1: return amax / 127.0 * (0.5 + 127 * h) + f;
-    case TM_Q4_0: return amax / 8.0 * (1.0 + 8 * h) + f;
-    case TM_Q5_0: return amax / 16.0 * (1.0 + 16 * h) + f;
-    case TM_Q4_1:
-        return (mx - mn) / 15.0 * (0.5 + 15 * h) + fabs(mn) * h + f;
-    case TM_Q5_1:
-        return (mx - mn) / 31.0 * (0.5 + 31 * h) + fabs(mn) * h + f;
-    default: return 0;
-    }
-}
-
 static void check_round_trip_32(tm_dtype dt, float (*gen)(void))
 {
     const tm__qtraits *t = tm__qtraits_of(dt);
@@ -218,14 +192,9 @@ static void check_round_trip_32(tm_dtype dt, float (*gen)(void))
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
-    int bad = 0;
-    for (int b = 0; b < N / 32; b++) {
-        const double bound = bound_32(dt, x + 32 * b);
-        for (int i = 32 * b; i < 32 * b + 32; i++)
-            if (fabs((double)x[i] - y[i]) > bound) bad++;
-    }
-    if (bad) tt_fail(__FILE__, __LINE__, "%s: %d values beyond the bound",
-                     t->name, bad);
+    const int64_t bad = tt_quant_bound_violations(dt, x, y, N);
+    if (bad) tt_fail(__FILE__, __LINE__, "%s: %lld values beyond the bound",
+                     t->name, (long long)bad);
 }
 
 TEST(quant_32_value_formats_round_trip_within_bound)
@@ -267,41 +236,20 @@ TEST(quant_q8_k_round_trips_within_half_a_step)
     }
 }
 
-/* K-quants: each super-block's RMS error stays below half the step a plain
- * uniform grid over its widest sub-block would have, R / (2 nmax) with R
- * the widest sub-block's range (our search can always pick that grid up
- * to the 6-bit scale rounding, and its RMS error is about a third of half
- * the step, so this leaves room for the rounding). */
+/* K-quants: the per-super-block RMS bound of quant_bounds.h. */
 static void check_round_trip_k(tm_dtype dt, float (*gen)(void))
 {
     const tm__qtraits *t = tm__qtraits_of(dt);
-    const int sub = dt == TM_Q6_K ? 16 : 32;
-    const int nmax = dt == TM_Q4_K ? 15 : dt == TM_Q5_K ? 31 : 63;
     enum { N = 256 * 16 };
     float x[N], y[N];
     _Alignas(16) unsigned char q[16 * 210];
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
-    for (int b = 0; b < N / 256; b++) {
-        double R = 0, se = 0;
-        for (int s = 0; s < 256 / sub; s++) {
-            const float *xs = x + 256 * b + sub * s;
-            float mn = xs[0], mx = xs[0];
-            for (int i = 0; i < sub; i++) {
-                mn = fminf(mn, xs[i]);
-                mx = fmaxf(mx, xs[i]);
-            }
-            if (dt != TM_Q6_K && mn > 0) mn = 0;
-            R = fmax(R, (double)mx - mn);
-        }
-        for (int i = 256 * b; i < 256 * b + 256; i++)
-            se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-        const double rmse = sqrt(se / 256);
-        if (!(rmse <= R / (2 * nmax)))
-            tt_fail(__FILE__, __LINE__, "%s block %d: rmse %g > %g",
-                    t->name, b, rmse, R / (2 * nmax));
-    }
+    const int64_t bad = tt_quant_bound_violations(dt, x, y, N);
+    if (bad)
+        tt_fail(__FILE__, __LINE__, "%s: %lld super-blocks beyond the bound",
+                t->name, (long long)bad);
 }
 
 TEST(quant_k_quants_round_trip_within_bound)
