@@ -620,3 +620,29 @@ TEST(qdot_wide_kernels_match_reference_every_family)
     /* x86 families with AVX2 have them for the five 32-value formats */
     if (tm__isa_supported(TM__ISA_AVX2)) CHECK(tested >= 5);
 }
+
+/* Empty shapes: nothing read, y / dx zeroed when k / n is 0 (a sum of no
+ * terms), left alone when accumulating or when there is nothing to write. */
+TEST(quantized_entries_empty_shapes)
+{
+    float y[6] = {1, 2, 3, 4, 5, 6}, dx[64];
+    char q[34] = {0};
+    tm_buf yb = fbuf(y, 2, 3, 3), x0 = fbuf(y, 2, 0, 1);
+    tm_buf w0 = qbuf(q, 0, TM_Q8_0, 3, 0, 0);
+    CHECK_INT(tm__cpu_qmatmul(NULL, &yb, &x0, &w0, true), TM_OK);
+    CHECK(y[0] == 1 && y[5] == 6);
+    CHECK_INT(tm__cpu_qmatmul(NULL, &yb, &x0, &w0, false), TM_OK);
+    for (int i = 0; i < 6; i++) CHECK(y[i] == 0.0f);
+    tm_buf ye = fbuf(y, 0, 3, 3), xe = fbuf(dx, 0, 32, 32);
+    tm_buf w1 = qbuf(q, 0, TM_Q8_0, 3, 32, 32);
+    CHECK_INT(tm__cpu_qmatmul(NULL, &ye, &xe, &w1, false), TM_OK);
+    for (int i = 0; i < 64; i++) dx[i] = 7.0f;
+    tm_buf dxb = fbuf(dx, 2, 32, 32), dy0 = fbuf(y, 2, 0, 1);
+    tm_buf wn = qbuf(q, 0, TM_Q8_0, 0, 32, 32);
+    CHECK_INT(tm__cpu_qmatmul_backward(NULL, &dxb, &dy0, &wn, true), TM_OK);
+    CHECK(dx[0] == 7.0f && dx[63] == 7.0f);
+    CHECK_INT(tm__cpu_qmatmul_backward(NULL, &dxb, &dy0, &wn, false), TM_OK);
+    for (int i = 0; i < 64; i++) CHECK(dx[i] == 0.0f);
+    tm_buf qe = qbuf(q, 0, TM_Q4_K, 0, 256, 256), fe = fbuf(dx, 0, 256, 256);
+    CHECK_INT(tm__cpu_quantize(NULL, &qe, &fe), TM_OK);
+}
