@@ -1,5 +1,6 @@
 /* cpu_backend.c — the CPU backend table, plus its memory, copy and fill. */
 #include "cpu_impl.h"
+#include "quant/quant_kernels.h"
 
 #include <string.h>
 
@@ -135,4 +136,7 @@ const tm_backend tm__cpu_backend = {
     .attention = tm__cpu_attention,
     .attention_backward = tm__cpu_attention_backward,
     .rope = tm__cpu_rope,
+    .quantize = tm__cpu_quantize,
+    .qmatmul = tm__cpu_qmatmul,
+    .qmatmul_backward = tm__cpu_qmatmul_backward,
 };

@@ -5,6 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 static const char *const tm__isa_names[TM__ISA_COUNT] = {
     [TM__ISA_PORTABLE] = "portable", [TM__ISA_AVX2] = "avx2",
@@ -68,4 +71,32 @@ bool tm__set_isa(tm__isa isa)
     if (!tm__isa_supported(isa)) return false;
     atomic_store(&tm__isa_current, (int)isa);
     return true;
+}
+
+static _Atomic bool tm__dot_ext_off;
+
+void tm__cpu_set_dot_ext(bool enabled) { atomic_store(&tm__dot_ext_off, !enabled); }
+
+bool tm__cpu_has_vnni(void)
+{
+    if (atomic_load(&tm__dot_ext_off)) return false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512vnni") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+bool tm__cpu_has_dotprod(void)
+{
+    if (atomic_load(&tm__dot_ext_off)) return false;
+#if defined(__aarch64__) && defined(__linux__)
+    /* HWCAP_ASIMDDP: bit 20 of AT_HWCAP on Linux/aarch64. */
+    return (getauxval(AT_HWCAP) & (1UL << 20)) != 0;
+#else
+    return false;
+#endif
 }

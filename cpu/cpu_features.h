@@ -30,4 +30,14 @@ bool tm__isa_supported(tm__isa isa);
 bool tm__set_isa(tm__isa isa);
 const char *tm__isa_name(tm__isa isa);
 
+/* Finer features the quantized kernels (cpu/quant/) use within a family:
+ * AVX-512 VNNI with AVX512BW/VL (vpdpbusd) under TM__ISA_AVX512, and the
+ * aarch64 dot-product extension (sdot) under TM__ISA_NEON.  True when the
+ * CPU has it and it is not switched off. */
+bool tm__cpu_has_vnni(void);
+bool tm__cpu_has_dotprod(void);
+/* Switches both off (false) or back to what the CPU has (true), so tests
+ * and benchmarks reach the kernels without them. */
+void tm__cpu_set_dot_ext(bool enabled);
+
 #endif

@@ -29,5 +29,6 @@
 #include "foundry/tokenizer.h"
 #include "foundry/models.h"
 #include "foundry/gguf.h"
+#include "foundry/quantize.h"
 
 #endif

@@ -164,6 +164,7 @@ void tm_gpt_free(tm_gpt *m)
     tm_params_free(m->params);
     tm_rope_free(m->rope);
     tm__dealloc(m->layers);
+    tm__dealloc(m->store);
     tm__dealloc(m);
 }
 

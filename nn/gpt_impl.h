@@ -27,11 +27,30 @@ struct tm_gpt {
     tm_rope *rope;      /* RoPE only */
     bool training;
     tm_rng rng;         /* dropout */
+    tm_dtype *store;    /* per parameter: the dtype the savers write (NULL:
+                           each tensor's own; set by tm_gpt_quantize) */
 };
 
 /* The model's parameters allocated (uninitialised when rng is NULL and
  * init is false) in the documented order.  NULL with an error. */
 tm_gpt *tm__gpt_create(const tm_gpt_config *c, bool init, tm_rng *rng,
                        const char *fn);
+
+/* Swaps parameter i for news[i] wherever the model holds it (news[i] NULL:
+ * kept), rebuilding the set in one go; the set then holds references to
+ * the new tensors.  On failure the model is unchanged. */
+tm_status tm__gpt_replace_params(tm_gpt *m, tm_tensor *const *news,
+                                 const char *fn);
+/* GGUF and quantized-safetensors halves of tm_gpt_save / tm_gpt_load
+ * (gpt_io_quant.c).  tm__gpt_load_file: `path` a .gguf or .safetensors
+ * file, `config_dir` where config.json is (NULL: the GGUF's
+ * foundry.config). */
+tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
+                          const char *fn);
+/* The tensor savers write for parameter i: a U8 [rows, row bytes] view of
+ * a quantized tensor (*meta gets "<dtype>[d0,...]", malloc'd) or the
+ * tensor in its store dtype.  New reference. */
+tm_tensor *tm__gpt_save_tensor(const tm_gpt *m, int i, bool as_bytes,
+                               char **meta, const char *fn);
 
 #endif

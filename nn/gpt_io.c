@@ -61,20 +61,46 @@ tm_status tm_gpt_save(const tm_gpt *m, const char *dir)
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return TM_ERR(TM_EIO, "'%s' is not a directory", dir);
     int n = tm_params_count(m->params);
-    const char **names = malloc(sizeof *names * (size_t)n);
-    tm_tensor **ts = malloc(sizeof *ts * (size_t)n);
+    const char **names = calloc((size_t)n, sizeof *names);
+    tm_tensor **ts = calloc((size_t)n, sizeof *ts);
+    /* "format": "pt", then one "foundry.quant.<name>" per quantized
+     * tensor. */
+    const char **mk = calloc((size_t)n + 1, sizeof *mk);
+    char **mv = calloc((size_t)n + 1, sizeof *mv);
+    char **keys = calloc((size_t)n + 1, sizeof *keys);
+    int nmeta = 1;
     char *json = NULL;
-    if (!names || !ts) {
+    if (!names || !ts || !mk || !mv || !keys) {
+        st = TM_ERR(TM_ENOMEM, "out of memory");
+        goto done;
+    }
+    mk[0] = "format";
+    if (!(mv[0] = strdup("pt"))) {
         st = TM_ERR(TM_ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < n; i++) {
         names[i] = tm_params_name(m->params, i);
-        ts[i] = tm_params_get(m->params, i);
+        char *desc = NULL;
+        if (!(ts[i] = tm__gpt_save_tensor(m, i, true, &desc, fn))) {
+            st = tm_last_status();
+            goto done;
+        }
+        if (desc) {
+            size_t kl = strlen("foundry.quant.") + strlen(names[i]) + 1;
+            if (!(keys[nmeta] = malloc(kl))) {
+                free(desc);
+                st = TM_ERR(TM_ENOMEM, "out of memory");
+                goto done;
+            }
+            snprintf(keys[nmeta], kl, "foundry.quant.%s", names[i]);
+            mk[nmeta] = keys[nmeta];
+            mv[nmeta++] = desc;
+        }
     }
-    static const char *const mk[] = {"format"}, *const mv[] = {"pt"};
     if ((st = join(path, sizeof path, dir, "model.safetensors", fn)) ||
-        (st = tm_safetensors_save(path, names, ts, n, mk, mv, 1))) {
+        (st = tm_safetensors_save(path, names, ts, n, mk,
+                                  (const char *const *)mv, nmeta))) {
         tm__relabel_error(fn, st);
         goto done;
     }
@@ -85,8 +111,16 @@ tm_status tm_gpt_save(const tm_gpt *m, const char *dir)
     if ((st = join(path, sizeof path, dir, "config.json", fn))) goto done;
     st = write_text(path, json, fn);
 done:
+    for (int i = 0; ts && i < n; i++) tm_free(ts[i]);
+    for (int i = 0; mv && keys && i < nmeta; i++) {
+        free(mv[i]);
+        free(keys[i]);
+    }
     free(names);
     free(ts);
+    free(mk);
+    free(mv);
+    free(keys);
     free(json);
     return st;
 }
@@ -114,53 +148,16 @@ static tm_status read_config(const char *path, tm_gpt_config *c,
     return st;
 }
 
-/* Tensors some checkpoints carry that the model recomputes. */
-static bool skippable(const char *name)
+static bool ends_with(const char *s, const char *suffix)
 {
-    const char *s = strstr(name, "rotary_emb.inv_freq");
-    return s && s[strlen("rotary_emb.inv_freq")] == '\0';
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
 }
 
-static tm_status check_file(const tm_gpt *m, const tm_safetensors *f,
-                            const char *path, const char *fn)
+static bool is_file(const char *path)
 {
-    int n = tm_params_count(m->params);
-    for (int i = 0; i < n; i++) {
-        const char *name = tm_params_name(m->params, i);
-        tm_tensor *p = tm_params_get(m->params, i);
-        int j = tm_safetensors_find(f, name);
-        if (j < 0)
-            return tm__errf(TM_EFORMAT, fn, "%s: tensor '%s' is missing",
-                            path, name);
-        int nd = tm_safetensors_ndim(f, j);
-        const int64_t *fs = tm_safetensors_shape(f, j);
-        bool same = nd == tm_ndim(p);
-        for (int d = 0; same && d < nd; d++)
-            same = fs[d] == tm_shape(p)[d];
-        if (!same) {
-            char a[TM_SHAPE_BUF], b[TM_SHAPE_BUF];
-            return tm__errf(TM_EFORMAT, fn, "%s: tensor '%s' has shape %s, "
-                            "the config needs %s", path, name,
-                            tm__fmt_shape(fs, nd, a, sizeof a),
-                            tm__fmt_shape(tm_shape(p), tm_ndim(p), b,
-                                          sizeof b));
-        }
-        tm_dtype dt;
-        if (tm_safetensors_dtype(f, j, &dt) ||
-            (dt != TM_F32 && dt != TM_F16 && dt != TM_BF16))
-            return tm__errf(TM_EFORMAT, fn, "%s: tensor '%s' is %s, not F32, "
-                            "F16 or BF16", path, name,
-                            tm_safetensors_dtype_name(f, j));
-    }
-    for (int j = 0; j < tm_safetensors_count(f); j++) {
-        const char *name = tm_safetensors_name(f, j);
-        if (tm_params_index(m->params, name) < 0 && !skippable(name))
-            return tm__errf(TM_EFORMAT, fn, "%s: unexpected tensor '%s'%s",
-                            path, name,
-                            !strcmp(name, "lm_head.weight")
-                                ? " (the config ties the embeddings)" : "");
-    }
-    return TM_OK;
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 tm_gpt *tm_gpt_load(const char *dir)
@@ -171,39 +168,39 @@ tm_gpt *tm_gpt_load(const char *dir)
         return NULL;
     }
     char path[4096];
-    tm_gpt_config c;
     tm_gpt *m = NULL;
-    tm_safetensors *f = NULL;
-    if (join(path, sizeof path, dir, "config.json", fn) ||
-        read_config(path, &c, fn))
+    if (ends_with(dir, ".gguf") && is_file(dir))
+        return tm__gpt_load_file(dir, NULL, fn);
+    if (ends_with(dir, ".safetensors") && is_file(dir)) {
+        /* config.json lives beside the file. */
+        char cdir[4096];
+        const char *slash = strrchr(dir, '/');
+        size_t k = slash ? (size_t)(slash - dir) : 0;
+        if (k >= sizeof cdir) {
+            TM_ERR(TM_EINVAL, "path '%.64s...' is too long", dir);
+            return NULL;
+        }
+        if (slash) {
+            memcpy(cdir, dir, k);
+            cdir[k ? k : 1] = '\0';
+            if (!k) cdir[0] = '/';
+        } else {
+            strcpy(cdir, ".");
+        }
+        return tm__gpt_load_file(dir, cdir, fn);
+    }
+    if (join(path, sizeof path, dir, "model.safetensors", fn)) return NULL;
+    if (!is_file(path)) {
+        char gg[4096];
+        if (join(gg, sizeof gg, dir, "model.gguf", fn)) return NULL;
+        if (is_file(gg)) return tm__gpt_load_file(gg, NULL, fn);
+    }
+    char cfg[4096];
+    tm_gpt_config c;
+    /* The config first, so a directory without one says so. */
+    if (join(cfg, sizeof cfg, dir, "config.json", fn) ||
+        read_config(cfg, &c, fn))
         return NULL;
-    if (!(m = tm__gpt_create(&c, false, NULL, fn))) return NULL;
-    if (join(path, sizeof path, dir, "model.safetensors", fn)) goto fail;
-    if (!(f = tm_safetensors_open(path))) {
-        tm__relabel_error(fn, tm_last_status());
-        goto fail;
-    }
-    if (check_file(m, f, path, fn)) goto fail;
-    bool prev = tm_no_grad_begin();
-    tm_status st = TM_OK;
-    for (int i = 0; i < tm_params_count(m->params) && !st; i++) {
-        const char *name = tm_params_name(m->params, i);
-        tm_tensor *src = tm_safetensors_get(f, name);
-        st = src ? tm_copy_(tm_params_get(m->params, i), src)
-                 : tm_last_status();
-        tm_free(src);
-    }
-    tm_no_grad_end(prev);
-    if (st) {
-        tm__relabel_error(fn, st);
-        goto fail;
-    }
-    tm_safetensors_close(f);
-    m->training = false;
-    m->rng = tm_rng_new(0);
+    m = tm__gpt_load_file(path, dir, fn);
     return m;
-fail:
-    tm_safetensors_close(f);
-    tm_gpt_free(m);
-    return NULL;
 }

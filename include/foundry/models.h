@@ -197,6 +197,55 @@ tm_status tm_gpt_save(const tm_gpt *m, const char *dir);
  * Returns a new model; release with tm_gpt_free. */
 tm_gpt *tm_gpt_load(const char *dir);
 
+/* ---- quantized models (foundry/quantize.h, foundry/gguf.h) ----
+ *
+ * A model whose parameters are quantized tensors (frozen: the forward runs
+ * tm_linear / tm_embedding on them; training them fails).  tm_gpt_save
+ * writes them into model.safetensors as U8 [rows, row bytes] tensors with
+ * "__metadata__" entries "foundry.quant.<name>" = "<dtype>[d0,d1,...]"
+ * (docs/quantize.md); tm_gpt_load also reads a directory holding
+ * model.gguf (and no model.safetensors), a .gguf file, or a .safetensors
+ * file with config.json beside it, dense or quantized. */
+struct tm_quant_plan;
+/* What tm_gpt_quantize did to one parameter. */
+typedef struct tm_gpt_quant_info {
+    const char *name;       /* HF name (borrowed, valid during the call) */
+    const int64_t *shape;   /* borrowed */
+    int ndim;
+    tm_dtype from, to;      /* stored dtype before and after */
+    bool fell_back;         /* the plan's fallback type was used */
+    size_t bytes_before, bytes_after;
+    double rmse, max_abs;   /* against the values before (0 when unchanged) */
+    double ref_rms;         /* rms of the values before */
+    int64_t count;          /* values compared */
+} tm_gpt_quant_info;
+typedef void (*tm_gpt_quant_fn)(const tm_gpt_quant_info *info, void *user);
+/* Replaces every parameter by the dtype tm_quant_plan_pick gives it (a
+ * quantized parameter is dequantized first; a float dtype other than F32
+ * keeps F32 values rounded through it, and tm_gpt_save / save_gguf store
+ * it in that dtype).  A tied head follows the embedding.  cb (may be NULL)
+ * gets each parameter in tm_gpt_params order.  On failure the model is
+ * unchanged.  Tensors previously borrowed from tm_gpt_params are no longer
+ * the model's. */
+tm_status tm_gpt_quantize(tm_gpt *m, const struct tm_quant_plan *plan,
+                          tm_gpt_quant_fn cb, void *user);
+/* The dtype parameter i is stored in by the savers. */
+tm_dtype tm_gpt_param_store_dtype(const tm_gpt *m, int i);
+
+typedef struct tm_gpt_gguf_opts {
+    const char *name;           /* general.name (NULL: "foundry_gpt") */
+    const char *tokenizer_json; /* tokenizer.huggingface.json (NULL: none) */
+    int file_type;              /* general.file_type, llama.cpp's numbering
+                                   (0: from the dtype most matrices have) */
+} tm_gpt_gguf_opts;
+/* Writes the model to the GGUF file `path`: every parameter under its HF
+ * name, metadata general.architecture "foundry_gpt", general.name,
+ * general.file_type, general.quantization_version 2, foundry.config (the
+ * config.json text) and tokenizer.huggingface.json.  opts NULL: the
+ * defaults.  Atomic (tm_gguf_writer_write). */
+tm_status tm_gpt_save_gguf(const tm_gpt *m, const char *path,
+                           const tm_gpt_gguf_opts *opts);
+
 /* Evaluation over a split of a token dataset (foundry/data.h): windows of
  * T + 1 tokens in order, window w holding tokens [w T, w T + T] of the
  * split, so every token after the first is a target exactly once; over the

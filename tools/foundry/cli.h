@@ -79,11 +79,25 @@ char *cli_path(const char *dir, const char *name);
 /* Parses a decimal integer in [lo, hi]; false when it is not one. */
 bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
+/* Model paths (model_files.c): a run or model directory, a .gguf file, or
+ * a .safetensors file with config.json / tokenizer.json beside it. */
+bool cli_ends_with(const char *s, const char *suffix);
+bool cli_is_dir(const char *path);
+/* The directory a model path lives in (itself when a directory); free(). */
+char *cli_model_dir(const char *model);
+/* The model's tokenizer.json text (beside it, or a GGUF's
+ * tokenizer.huggingface.json); NULL with an error set (*found false when
+ * there is none).  free(). */
+char *cli_tokenizer_json(const char *model, size_t *len, bool *found);
+tm_tokenizer *cli_load_tokenizer(const char *model);
+
 int cmd_train(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cli_inspect_gguf(const char *path);
 int cmd_plot(int argc, char **argv);
 
 #endif

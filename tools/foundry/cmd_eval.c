@@ -12,9 +12,11 @@ int cmd_eval(int argc, char **argv)
     bool quiet = false;
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
-         .help = "a run directory (model.safetensors, config.json, tokenizer.json) (required)"},
+         .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
+                 ".gguf file, quantized or not (required)"},
         {.name = "--data", .kind = CLI_STR, .dst = &data, .meta = "FILE",
-         .help = "a .ftok token dataset made with the model's tokenizer (default RUN_DIR/data.ftok)"},
+         .help = "a .ftok token dataset made with the model's tokenizer (default data.ftok in the "
+                 "model's directory)"},
         {.name = "--split", .kind = CLI_STR, .dst = &split_name, .meta = "all|train|val",
          .help = "which documents (split as in training, by --val-fraction)"},
         {.name = "--val-fraction", .kind = CLI_DOUBLE, .dst = &val_fraction, .lo = 0, .hi = 0.9, .meta = "F",
@@ -42,7 +44,7 @@ int cmd_eval(int argc, char **argv)
     tm_tokenizer *tok = NULL;
     tm_token_dataset *ds = NULL;
     tm_progress *pg = NULL;
-    char *tok_path = NULL, *ds_path = NULL;
+    char *dir = NULL, *ds_path = NULL;
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     free(pos);
@@ -60,8 +62,8 @@ int cmd_eval(int argc, char **argv)
     if (threads)
         tm_set_num_threads((int)threads);
     rc = CLI_RUNTIME;
-    if (!(tok_path = cli_path(model, "tokenizer.json")) || !(ds_path = cli_path(model, "data.ftok")) ||
-        !(tok = tm_tokenizer_load(tok_path)) || !(m = tm_gpt_load(model)) ||
+    if (!(dir = cli_model_dir(model)) || !(ds_path = cli_path(dir, "data.ftok")) ||
+        !(tok = cli_load_tokenizer(model)) || !(m = tm_gpt_load(model)) ||
         !(ds = tm_token_dataset_open(data ? data : ds_path)) ||
         tm_token_dataset_check_tokenizer(ds, tok) != TM_OK ||
         tm_token_dataset_set_val_fraction(ds, val_fraction) != TM_OK)
@@ -88,7 +90,7 @@ int cmd_eval(int argc, char **argv)
 fail:
     if (rc == CLI_RUNTIME)
         cli_lib_error("eval");
-    free(tok_path);
+    free(dir);
     free(ds_path);
     tm_gpt_free(m);
     tm_tokenizer_free(tok);

@@ -83,7 +83,8 @@ int cmd_generate(int argc, char **argv)
     double temperature = 0.8, top_p = 1.0, min_p = 0.0, rep = 1.0;
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
-         .help = "a run directory (model.safetensors, config.json, tokenizer.json) (required)"},
+         .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
+                 ".gguf file, quantized or not (required)"},
         {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .meta = "TEXT", .help = "text to continue"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 0, .hi = 1e9, .meta = "N",
          .help = "tokens to generate at most"},
@@ -117,7 +118,6 @@ int cmd_generate(int argc, char **argv)
     tm_tokenizer *tok = NULL;
     tm_token_buf ids = {0};
     int64_t *prompt_ids = NULL, *out = NULL, n_out = 0;
-    char *tok_path = NULL;
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     free(pos);
@@ -126,7 +126,7 @@ int cmd_generate(int argc, char **argv)
     if (threads)
         tm_set_num_threads((int)threads);
     rc = CLI_RUNTIME;
-    if (!(tok_path = cli_path(model, "tokenizer.json")) || !(tok = tm_tokenizer_load(tok_path)) ||
+    if (!(tok = cli_load_tokenizer(model)) ||
         !(m = tm_gpt_load(model)) || tm_tokenizer_encode(tok, prompt, strlen(prompt), &ids) != TM_OK)
         goto fail;
     int64_t eos = tm_tokenizer_eos_id(tok), bos = tm_tokenizer_bos_id(tok);
@@ -175,7 +175,6 @@ fail:
     tm_token_buf_free(&ids);
     free(prompt_ids);
     free(out);
-    free(tok_path);
     tm_gpt_free(m);
     tm_tokenizer_free(tok);
     return rc;

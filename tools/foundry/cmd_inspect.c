@@ -2,6 +2,18 @@
 #include "cli.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* A GGUF file by its magic (any name), else by its name. */
+static bool is_gguf(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char magic[4] = {0};
+    bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    if (f)
+        fclose(f);
+    return yes || (!f && cli_ends_with(path, ".gguf"));
+}
 
 static void print_bytes(uint64_t b)
 {
@@ -37,13 +49,19 @@ int cmd_inspect(int argc, char **argv)
     cli_cmd cmd = {
         .name = "inspect", .usage = "inspect FILE",
         .summary = "Lists every tensor of a safetensors file (name, dtype, shape, bytes), the totals\n"
-                   "and the file's __metadata__.  The whole header is validated first.",
+                   "and the file's __metadata__; for a GGUF file (by its magic) the version, alignment,\n"
+                   "metadata (long arrays and strings cut short) and tensors (name, type, shape, bytes,\n"
+                   "offset).  The whole header is validated first.",
         .flags = NULL, .n_flags = 0, .min_pos = 1, .max_pos = 1,
     };
     const char **pos = NULL;
     int npos = 0, rc = cli_parse(&cmd, argc, argv, &pos, &npos);
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
+    if (is_gguf(pos[0])) {
+        rc = cli_inspect_gguf(pos[0]);
+        goto done;
+    }
     tm_safetensors *f = tm_safetensors_open(pos[0]);
     if (!f) {
         rc = cli_lib_error("inspect");

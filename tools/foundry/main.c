@@ -13,8 +13,9 @@ static const sub_entry SUBS[] = {
     {"train", cmd_train, "train a GPT/Llama model on text files (the tokenizer too)"},
     {"generate", cmd_generate, "sample text from a trained model, streamed"},
     {"eval", cmd_eval, "loss, perplexity, bits per byte and accuracy on a dataset"},
+    {"quantize", cmd_quantize, "block-quantize a model's weights (GGUF or safetensors), with each tensor's error"},
     {"tokenize", cmd_tokenize, "train a BPE tokenizer, encode text, decode ids"},
-    {"inspect", cmd_inspect, "list a safetensors file: names, dtypes, shapes, bytes, metadata"},
+    {"inspect", cmd_inspect, "list a safetensors or GGUF file: names, dtypes, shapes, bytes, metadata"},
     {"plot", cmd_plot, "redraw RUN_DIR/loss.svg from RUN_DIR/metrics.jsonl"},
 };
 #define N_SUBS ((int)(sizeof SUBS / sizeof SUBS[0]))

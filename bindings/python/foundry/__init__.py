@@ -15,6 +15,8 @@ from . import _c
 from ._c import (FoundryError, dtype, float32, float64, float16, bfloat16,
                  int8, uint8, int16, int32, int64)
 from ._c import bool_ as bool  # noqa: A001  (foundry.bool, as torch.bool)
+from ._c import (q8_0, q4_0, q4_1, q8_1, q5_0, q5_1, q4_k, q5_k,  # noqa
+                 q6_k, q8_k)
 from ._base import Size, device
 from ._tensor import Tensor
 from ._random import Generator
@@ -22,6 +24,7 @@ from ._grad import no_grad, enable_grad, set_grad_enabled
 # Every module that records foundry.<name> functions (see _exports.py);
 # importing them fills the registry.
 from . import _create, _ops_unary, _ops_shape, _system  # noqa: F401
+from . import _quantize  # noqa: F401  (quantize, dequantize, ...)
 from . import _exports
 
 float = float32  # noqa: A001

@@ -114,15 +114,20 @@ class dtype:
     """A tensor element type: foundry.float32, foundry.int64, ..."""
 
     __slots__ = ("name", "c", "itemsize", "is_floating_point", "is_signed",
-                 "np")
+                 "np", "is_quantized", "block_size", "block_bytes")
 
     def __init__(self, name, c, np_name):
         self.name = name
         self.c = c
-        self.itemsize = lib.tm_dtype_size(c)
+        self.itemsize = lib.tm_dtype_size(c)  # 0 for quantized dtypes
         self.is_floating_point = bool(lib.tm_dtype_is_float(c))
         self.is_signed = name not in ("uint8", "bool")
-        self.np = np_name  # numpy's name, or None (bfloat16)
+        self.np = np_name  # numpy's name, or None (bfloat16, quantized)
+        # block-quantized dtypes (foundry.q4_k, ...): values per block and
+        # bytes per block (1 and itemsize for dense dtypes)
+        self.is_quantized = bool(lib.tm_dtype_is_quantized(c))
+        self.block_size = int(lib.tm_dtype_block_elems(c))
+        self.block_bytes = int(lib.tm_dtype_block_bytes(c))
 
     def __repr__(self):
         return "foundry." + self.name
@@ -144,7 +149,20 @@ bool_ = dtype("bool", lib.TM_BOOL, "bool")
 
 DTYPES = (float32, float64, float16, bfloat16, int8, uint8, int16, int32,
           int64, bool_)
-BY_C = {d.c: d for d in DTYPES}
+# Block-quantized dtypes (include/foundry/quantize.h): tensors of them hold
+# ggml-compatible blocks; .numpy() gives those raw bytes.
+q8_0 = dtype("q8_0", lib.TM_Q8_0, None)
+q4_0 = dtype("q4_0", lib.TM_Q4_0, None)
+q4_1 = dtype("q4_1", lib.TM_Q4_1, None)
+q8_1 = dtype("q8_1", lib.TM_Q8_1, None)
+q5_0 = dtype("q5_0", lib.TM_Q5_0, None)
+q5_1 = dtype("q5_1", lib.TM_Q5_1, None)
+q4_k = dtype("q4_k", lib.TM_Q4_K, None)
+q5_k = dtype("q5_k", lib.TM_Q5_K, None)
+q6_k = dtype("q6_k", lib.TM_Q6_K, None)
+q8_k = dtype("q8_k", lib.TM_Q8_K, None)
+QDTYPES = (q8_0, q4_0, q4_1, q8_1, q5_0, q5_1, q4_k, q5_k, q6_k, q8_k)
+BY_C = {d.c: d for d in DTYPES + QDTYPES}
 BY_NP = {d.np: d for d in DTYPES if d.np}
 
 # Python owns error reporting (exceptions), so C logging stays quiet unless

@@ -73,6 +73,10 @@ def _render(arr, fmt, width, indent, summarise):
 
 def tensor_repr(t):
     dt = t.dtype
+    if dt.is_quantized:  # blocks, not values: the shape and the size
+        extra = "" if t.is_cpu else f", device='{t.device}'"
+        dims = ", ".join(str(d) for d in t.shape)
+        return f"tensor({dt.name}[{dims}], {t.nbytes} bytes{extra})"
     src = t.detach().cpu()
     if dt.np is None:
         src = src.float()

@@ -306,6 +306,8 @@ class Tensor(_Arithmetic, _BinaryMath, _Elementwise, _Reductions, _Reorder,
     @property
     def __array_interface__(self):
         dt = self.dtype
+        if dt.is_quantized:
+            return self._quantized_interface(dt)
         if dt.np is None:
             raise TypeError(f"numpy has no {dt.name}; convert first, e.g. "
                             f"t.float().numpy()")
@@ -322,12 +324,39 @@ class Tensor(_Arithmetic, _BinaryMath, _Elementwise, _Reductions, _Reorder,
         return {"version": 3, "shape": shape, "strides": strides,
                 "typestr": np.dtype(dt.np).str, "data": (addr, readonly)}
 
+    def _quantized_interface(self, dt):
+        """A quantized tensor's raw blocks as uint8 [..., row_bytes]: the
+        block dim (which must be the last, stride 1) becomes its bytes,
+        every other dim keeps its size, strides in bytes."""
+        if not self.is_cpu:
+            raise TypeError(f"numpy() needs a CPU tensor, not one on "
+                            f"{self.device}; use .cpu() first")
+        p = self._p
+        n = lib.tm_ndim(p)
+        shape = list(ffi.unpack(lib.tm_shape(p), n))
+        strides = list(ffi.unpack(lib.tm_strides(p), n))
+        blk, bb = dt.block_size, dt.block_bytes
+        if lib.tm_numel(p) > 0 and strides[-1] != 1:
+            raise TypeError(f"numpy() of a {dt.name} tensor needs its block "
+                            f"dim last (stride 1); this view has strides "
+                            f"{tuple(strides)}")
+        shape[-1] = shape[-1] // blk * bb
+        strides = [s // blk * bb for s in strides[:-1]] + [1]
+        addr = int(ffi.cast("uintptr_t", lib.tm_data(p)))
+        readonly = bool(lib.tm_storage_is_readonly(lib.tm_storage_of(p)))
+        return {"version": 3, "shape": tuple(shape),
+                "strides": tuple(strides), "typestr": "|u1",
+                "data": (addr, readonly)}
+
     def numpy(self, force=False):
         """An array sharing this tensor's memory (it keeps the tensor's
         storage alive).  Refused for tensors that require grad, as in
         PyTorch, unless force=True (then a detached copy is returned).
-        bfloat16 has no numpy type (TypeError).  Mirrors
-        torch.Tensor.numpy."""
+        bfloat16 has no numpy type (TypeError).  A block-quantized tensor
+        (foundry.q4_k, ...) gives its raw ggml blocks: uint8 of shape
+        [..., row_bytes] (the last dim's values become that row's
+        len / block_size * block_bytes bytes), sharing memory; its block
+        dim must be last.  Mirrors torch.Tensor.numpy."""
         if lib.tm_requires_grad(self._p):
             if not force:
                 raise _c.FoundryError(
@@ -348,6 +377,9 @@ class Tensor(_Arithmetic, _BinaryMath, _Elementwise, _Reductions, _Reorder,
     def tolist(self):
         """The elements as nested Python lists (a number for 0-d).
         Mirrors torch.Tensor.tolist."""
+        if self.dtype.is_quantized:
+            raise TypeError(f"tolist() of a {self.dtype.name} tensor: "
+                            f"dequantize it first (foundry.dequantize)")
         t = self.detach().cpu()
         if t.dtype is _c.bfloat16:
             t = t.float()

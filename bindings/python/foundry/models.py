@@ -242,8 +242,11 @@ class GPT(GenerationMixin, Module):
         ps = lib.tm_gpt_params(self._m)
         for i in range(lib.tm_params_count(ps)):
             name = ffi.string(lib.tm_params_name(ps, i)).decode()
-            p = object.__new__(Parameter)
-            p._p = lib.tm_retain(lib.tm_params_get(ps, i))
+            c = lib.tm_params_get(ps, i)
+            # a quantized weight (quantize_module) is frozen: a plain Tensor
+            p = object.__new__(Tensor if lib.tm_dtype_is_quantized(
+                lib.tm_dtype_of(c)) else Parameter)
+            p._p = lib.tm_retain(c)
             *path, leaf = name.split(".")
             node = self
             for j, part in enumerate(path):
