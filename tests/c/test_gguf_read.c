@@ -8,6 +8,7 @@
 #include "gguf_build.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* One kv of each scalar type, a string with a NUL, arrays of numbers, of
  * strings, of arrays; one F32 [2,3] and one I32 [5] tensor. */
