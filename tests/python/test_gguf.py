@@ -327,3 +327,27 @@ def test_foundry_quantized_tensors_read_in_gguf(tmp_path):
         assert g.tensors[name].dtype == q.dtype
         assert list(g.tensors[name].shape) == [4, 256]
         assert g.tensors[name].numpy().tobytes() == q.numpy().tobytes()
+
+
+def test_every_dense_dtype_round_trips_through_gguf(tmp_path):
+    rng = np.random.default_rng(5)
+    src = {"f64": rng.standard_normal(6),
+           "i8": np.arange(-3, 3, dtype=np.int8),
+           "i16": np.arange(6, dtype=np.int16) * -300,
+           "i64": np.arange(6, dtype=np.int64) * 2**40}
+    ts = {k: F.tensor(v) for k, v in src.items()}
+    ts["bf16"] = F.tensor(rng.standard_normal(6).astype(np.float32)).to(
+        F.bfloat16)
+    p = str(tmp_path / "d.gguf")
+    F.gguf.save(p, ts)
+    r = gguf.GGUFReader(p)
+    want = {"f64": Q.F64, "i8": Q.I8, "i16": Q.I16, "i64": Q.I64,
+            "bf16": Q.BF16}
+    g = F.gguf.load(p)
+    for t in r.tensors:
+        assert t.tensor_type == want[t.name]
+        raw = ts[t.name].view(F.int16) if t.name == "bf16" else ts[t.name]
+        assert t.data.tobytes() == raw.numpy().tobytes(), t.name
+        assert g.tensors[t.name].dtype == ts[t.name].dtype
+        assert (g.tensors[t.name].float().numpy().tobytes() ==
+                ts[t.name].float().numpy().tobytes())
