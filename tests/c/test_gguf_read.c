@@ -8,6 +8,7 @@
 #include "gguf_build.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 
 /* One kv of each scalar type, a string with a NUL, arrays of numbers, of
@@ -280,7 +281,6 @@ TEST(gguf_read_scalar_empty_and_unaligned)
 /* Tensors cut and freed from several threads at once, the reader closed
  * while they live: the mapping's reference count is shared (run under
  * TSan too). */
-#include <pthread.h>
 
 typedef struct cut_job {
     const tm_gguf *g;
