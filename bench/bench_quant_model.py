@@ -51,7 +51,8 @@ def sh(*args):
 def train(out, d_model, threads, base=None, quick=False):
     extra = ["--steps", "30", "--eval-every", "10"] if quick else []
     tok = ["--tokenizer", base / "tokenizer.json", "--data", base / "data.ftok"] if base else []
-    sh("train", *DEMO, *extra, "--d-model", d_model, "--threads", threads, "--quiet", *tok,
+    demo = DEMO[2:] if base else DEMO  # the vocabulary comes with the tokenizer
+    sh("train", *demo, *extra, "--d-model", d_model, "--threads", threads, "--quiet", *tok,
        "--out", out)
     return out
 
@@ -81,7 +82,7 @@ def bench_model(run, label, args, tmp):
                  "ppl_increase_pct": 0.0, "rmse": 0.0, "rel_rmse_pct": 0.0, "fell_back": 0,
                  "tok_s": {str(t): gen_tps(run, t, args.gen_tokens, args.repeats)
                            for t in args.threads}})
-    for fmt in FORMATS:
+    for fmt in args.formats:
         out = tmp / f"{label}_{fmt}.gguf"
         text = sh("quantize", run, out, "--type", fmt, "--quiet").stdout
         m = re.search(r"(\d+) fell back\).*total rmse (\S+) \((\S+)% of rms\)", text)
@@ -103,6 +104,7 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--formats", nargs="+", default=FORMATS, choices=FORMATS)
     ap.add_argument("--quick", action="store_true", help="a 30-step smoke run")
     args = ap.parse_args()
     if args.quick:
