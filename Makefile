@@ -104,6 +104,13 @@ TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
 ifneq ($(findstring x86_64,$(TARGET_MACHINE)),)
   $(B)/obj/%_avx512.o: ISAFLAGS := -mavx512f -mavx512vl -mavx512dq -mavx2 -mfma
   $(B)/obj/%_avx2.o: ISAFLAGS := -mavx2 -mfma
+  # The quantized kernels also convert halves (F16C) and use VNNI.
+  $(B)/obj/cpu/quant/%_avx2.o: ISAFLAGS := -mavx2 -mfma -mf16c
+  $(B)/obj/%_avx512vnni.o: ISAFLAGS := -mavx512f -mavx512bw -mavx512vl \
+                                       -mavx512vnni -mavx2 -mfma -mf16c
+endif
+ifneq ($(findstring aarch64,$(TARGET_MACHINE)),)
+  $(B)/obj/%_neondot.o: ISAFLAGS := -march=armv8.2-a+dotprod
 endif
 
 $(B)/obj/%.o: %.c | $(DEPS)
@@ -213,10 +220,11 @@ $(B)/bench/%: bench/%.c $(STATIC)
 
 bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
        $(B)/bench/bench_attn_fwd $(B)/bench/bench_attn_fwd_tile \
-       $(B)/bench/bench_attn_bwd
+       $(B)/bench/bench_attn_bwd $(B)/bench/bench_quant
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 	$(B)/bench/bench_fused
+	$(PYTHON) bench/bench_quant.py $(B)/bench/bench_quant
 	$(MAKE) python
 	$(VENV)/bin/python bench/bench_overhead.py
 	$(VENV)/bin/python bench/bench_train.py

@@ -11,13 +11,15 @@
  *      for a grid of candidate inverse scales (the offset kept <= 0 for
  *      Q4_K/Q5_K, whose stored min is subtracted);
  *   2. the super-block scales d / dmin from the largest sub-block scale /
- *      min, for a few candidate d's;
+ *      min (Q6_K: a few candidate d's, the best by the exact error);
  *   3. the step where ggml loses accuracy: with d and dmin fixed (as
- *      halves), each sub-block re-picks its integer scale (and min) near
- *      the rounded ones and its values, scoring every candidate by the
- *      exact error of what the dequantizer will produce.
- * The best candidate of step 2 by that exact error wins.  Uniform
- * weights: the target is RMSE, not ggml's importance weighting.
+ *      halves), each sub-block re-picks its integer scale (and min) among
+ *      the rounded ones and their neighbours, and its values, scoring
+ *      every candidate by the exact error of what the dequantizer will
+ *      produce.
+ * Uniform weights: the target is RMSE, not ggml's importance weighting.
+ * Wider searches (more candidate d's, +-2 neighbours) gain under 1% RMSE
+ * for 4-6x the time; this is the knee.
  */
 #include "quant_impl.h"
 
@@ -78,51 +80,50 @@ static void pack_scale_min_k4(uint8_t scales[12], const uint8_t *ls,
 static float fit_affine(const float *x, int n, int nmax, float *off)
 {
     float min = x[0], max = x[0];
-    double sum_x = 0;
+    float sum_x = 0, sum_x2 = 0;
     for (int i = 0; i < n; i++) {
         if (x[i] < min) min = x[i];
         if (x[i] > max) max = x[i];
         sum_x += x[i];
+        sum_x2 += x[i] * x[i];
     }
     if (min > 0) min = 0;
     if (max == min) {
         *off = min;
         return 0.0f;
     }
-    double best_err = INFINITY, best_s = (max - min) / nmax, best_o = min;
+    float best_err = INFINITY, best_s = (max - min) / nmax, best_o = min;
     for (int is = -12; is <= 16; is++) {
         const float iscale = (nmax + 0.1f * (float)is) / (max - min);
-        double sl = 0, sl2 = 0, sxl = 0;
-        int q[TM__QK];
+        float sl = 0, sl2 = 0, sxl = 0;
         for (int i = 0; i < n; i++) {
-            q[i] = nearest_clamp(iscale * (x[i] - min), 0, nmax);
-            sl += q[i];
-            sl2 += (double)q[i] * q[i];
-            sxl += (double)q[i] * x[i];
+            const float l = (float)nearest_clamp(iscale * (x[i] - min), 0, nmax);
+            sl += l;
+            sl2 += l * l;
+            sxl += l * x[i];
         }
-        const double D = n * sl2 - sl * sl;
-        double s, o;
-        if (D <= 0) continue;
-        s = (n * sxl - sum_x * sl) / D;
-        o = (sl2 * sum_x - sl * sxl) / D;
+        const float D = n * sl2 - sl * sl;
+        if (!(D > 0)) continue;
+        float s = (n * sxl - sum_x * sl) / D;
+        float o = (sl2 * sum_x - sl * sxl) / D;
         if (o > 0) {
             o = 0;
             s = sxl / sl2;
         }
-        if (s < 0) continue;
-        double err = 0;
-        for (int i = 0; i < n; i++) {
-            const double e = s * q[i] + o - x[i];
-            err += e * e;
-        }
+        if (!(s >= 0)) continue;
+        /* sum (s l + o - x)^2, expanded: the fit is scored without a
+         * second pass (rounding here only steers the search; step 3
+         * scores exactly) */
+        const float err = s * s * sl2 + 2 * s * o * sl - 2 * s * sxl +
+                          n * o * o - 2 * o * sum_x + sum_x2;
         if (err < best_err) {
             best_err = err;
             best_s = s;
             best_o = o;
         }
     }
-    *off = (float)best_o;
-    return (float)best_s;
+    *off = best_o;
+    return best_s;
 }
 
 /* Step 3 for one sub-block: the integer scale / min near the rounded ones
@@ -136,17 +137,18 @@ static double refit_k4(const float *x, int nmax, float D, float M,
     const int s0 = D > 0 ? nearest_clamp(scale / D, 0, 63) : 0;
     const int m0 = M > 0 ? nearest_clamp(-off / M, 0, 63) : 0;
     double best = INFINITY;
-    for (int s = s0 - 2; s <= s0 + 2; s++) {
+    for (int s = s0 - 1; s <= s0 + 1; s++) {
         if (s < 0 || s > 63) continue;
-        for (int m = m0 - 2; m <= m0 + 2; m++) {
+        for (int m = m0 - 1; m <= m0 + 1; m++) {
             if (m < 0 || m > 63) continue;
             const float ds = D * (float)s, dm = M * (float)m;
+            /* a near-tie may round to the other neighbour through the
+             * inverse; the error below is exact either way */
+            const float ids = ds != 0.0f ? 1.0f / ds : 0.0f;
             uint8_t q[TM__QK];
             double err = 0;
             for (int i = 0; i < TM__QK; i++) {
-                q[i] = ds != 0.0f ? (uint8_t)nearest_clamp((x[i] + dm) / ds,
-                                                           0, nmax)
-                                  : 0;
+                q[i] = (uint8_t)nearest_clamp((x[i] + dm) * ids, 0, nmax);
                 const float y = ds * (float)q[i] - dm;
                 const double e = (double)y - x[i];
                 err += e * e;
@@ -170,9 +172,9 @@ static void quantize_k4_block(const float *x, int nmax, tm__half *d_out,
                               uint8_t L[TM__QK_K])
 {
     float sc[8], off[8], max_scale = 0, max_min = 0;
-    /* An all-zero block unless a candidate below scores a finite error:
-     * non-finite values (callers that skip the finiteness check) and
-     * scales beyond a half's range end here, defined. */
+    /* Non-finite values (from callers that skip the finiteness check)
+     * give an all-zero block, defined; scales beyond a half's range give
+     * ggml's infinite scale, which tm_quantize_rows reports. */
     *d_out = *dmin_out = 0;
     memset(scales, 0, 12);
     memset(L, 0, TM__QK_K);
@@ -182,29 +184,19 @@ static void quantize_k4_block(const float *x, int nmax, tm__half *d_out,
         if (sc[j] > max_scale) max_scale = sc[j];
         if (-off[j] > max_min) max_min = -off[j];
     }
-    static const float dfac[] = {1.0f, 0.985f, 1.015f, 0.97f};
-    static const float mfac[] = {1.0f, 1.02f};
-    double best = INFINITY;
-    for (size_t a = 0; a < sizeof dfac / sizeof dfac[0]; a++) {
-        for (size_t b = 0; b < sizeof mfac / sizeof mfac[0]; b++) {
-            const tm__half hd = tm__f32_to_half(max_scale * dfac[a] / 63.f);
-            const tm__half hm = tm__f32_to_half(max_min * mfac[b] / 63.f);
-            const float D = tm__half_to_f32(hd), M = tm__half_to_f32(hm);
-            uint8_t ls[8], lm[8], Lc[TM__QK_K];
-            double err = 0;
-            for (int j = 0; j < 8 && err < best; j++)
-                err += refit_k4(x + 32 * j, nmax, D, M, sc[j], off[j],
-                                &ls[j], &lm[j], Lc + 32 * j);
-            if (err < best) {
-                best = err;
-                *d_out = hd;
-                *dmin_out = hm;
-                pack_scale_min_k4(scales, ls, lm);
-                memcpy(L, Lc, TM__QK_K);
-            }
-            if (max_min == 0) break; /* dmin is 0 whatever the factor */
-        }
-    }
+    const tm__half hd = tm__f32_to_half(max_scale / 63.f);
+    const tm__half hm = tm__f32_to_half(max_min / 63.f);
+    const float D = tm__half_to_f32(hd), M = tm__half_to_f32(hm);
+    uint8_t ls[8], lm[8], Lc[TM__QK_K];
+    double err = 0;
+    for (int j = 0; j < 8; j++)
+        err += refit_k4(x + 32 * j, nmax, D, M, sc[j], off[j], &ls[j],
+                        &lm[j], Lc + 32 * j);
+    *d_out = hd;
+    *dmin_out = hm;
+    if (!(err < INFINITY)) return;
+    pack_scale_min_k4(scales, ls, lm);
+    memcpy(L, Lc, TM__QK_K);
 }
 
 void tm__quantize_row_q4_k_ref(const float *x, void *dst, int64_t n)
@@ -334,10 +326,11 @@ static double refit_q6(const float *x, float D, float scale, int8_t *ls,
     for (int s = s0 - 2; s <= s0 + 2; s++) {
         if (s < -128 || s > 127) continue;
         const float ds = D * (float)s;
+        const float ids = ds != 0.0f ? 1.0f / ds : 0.0f; /* see refit_k4 */
         int8_t q[16];
         double err = 0;
         for (int i = 0; i < 16; i++) {
-            q[i] = ds != 0.0f ? (int8_t)nearest_clamp(x[i] / ds, -32, 31) : 0;
+            q[i] = (int8_t)nearest_clamp(x[i] * ids, -32, 31);
             const float y = ds * (float)q[i];
             const double e = (double)y - x[i];
             err += e * e;
@@ -369,7 +362,9 @@ void tm__quantize_row_q6_k_ref(const float *x, void *dst, int64_t n)
         /* the largest scale at -128 (ggml's choice) or at +127 */
         static const float cand[] = {-128.f, 127.f, -124.f, 123.f, -120.f};
         double best = INFINITY;
-        int8_t L[TM__QK_K];
+        int8_t L[TM__QK_K] = {0};
+        /* ggml's infinite scale when no candidate's scale fits a half */
+        y[i].d = tm__f32_to_half(max_scale / cand[0]);
         for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
             const tm__half hd = tm__f32_to_half(max_scale / cand[c]);
             const float D = tm__half_to_f32(hd);

@@ -20,7 +20,8 @@ static int64_t grain_for(int64_t n)
 }
 
 static tm_status check_args(const char *fn, tm_dtype qt, const void *src,
-                            const void *dst, int64_t rows, int64_t n,
+                            const void *dst, bool qt_is_src, int64_t rows,
+                            int64_t n,
                             const tm__qtraits **out, size_t *row_bytes)
 {
     const tm__qtraits *tr = tm__qtraits_of(qt);
@@ -30,6 +31,15 @@ static tm_status check_args(const char *fn, tm_dtype qt, const void *src,
     if (!src || !dst)
         return tm__errf(TM_EINVAL, fn, "%s is NULL",
                         !src ? "src" : "dst");
+    /* the block structs hold halves (and Q8_K an F32): aligned access */
+    const uintptr_t qa = qt == TM_Q8_K ? 4 : 2;
+    const uintptr_t qp = (uintptr_t)(qt_is_src ? src : dst);
+    const uintptr_t fp = (uintptr_t)(qt_is_src ? dst : src);
+    if (qp % qa || fp % sizeof(float))
+        return tm__errf(TM_EINVAL, fn,
+                        "the %s buffer must be %u-byte aligned and the float "
+                        "buffer 4-byte aligned",
+                        tr->name, (unsigned)qa);
     if (rows < 0 || n < 0)
         return tm__errf(TM_EINVAL, fn, "rows (%lld) and n (%lld) must be >= 0",
                         (long long)rows, (long long)n);
@@ -129,7 +139,7 @@ tm_status tm_quantize_rows(tm_dtype qt, const float *src, void *dst,
 {
     const tm__qtraits *tr;
     size_t rb;
-    tm_status s = check_args(__func__, qt, src, dst, rows, n, &tr, &rb);
+    tm_status s = check_args(__func__, qt, src, dst, false, rows, n, &tr, &rb);
     if (s) return s;
     pthread_mutex_t mu;
     pthread_mutex_init(&mu, NULL);
@@ -179,7 +189,7 @@ tm_status tm_dequantize_rows(tm_dtype qt, const void *src, float *dst,
 {
     const tm__qtraits *tr;
     size_t rb;
-    tm_status s = check_args(__func__, qt, src, dst, rows, n, &tr, &rb);
+    tm_status s = check_args(__func__, qt, src, dst, true, rows, n, &tr, &rb);
     if (s) return s;
     djob j = {qt, src, dst, n, rb};
     tm__parallel_for(rows, grain_for(n), dequant_range, &j);

@@ -39,24 +39,42 @@ typedef struct {
     int64_t m, nb, mchunk;
     bool accumulate;
     tm__qrows_fn rows;
+    tm__qrows8_fn rows8; /* NULL: groups of TM__QNA at most */
+    const float *da, *sa; /* rows8's F32 scales, per group of 8 rows */
 } mm_job;
+
+static void put(const mm_job *j, int64_t i, int64_t r, const float *out,
+                int na)
+{
+    for (int t = 0; t < na; t++) {
+        float *yp = (float *)tm__qbuf_row(j->y, i + t) + r;
+        *yp = j->accumulate ? *yp + out[t] : out[t];
+    }
+}
 
 static void mm_run(int64_t n0, int64_t n1, void *vctx)
 {
     const mm_job *j = vctx;
-    float out[TM__QNA];
+    float out[TM__QNA8];
+    int64_t gsz = j->nb * TM__QNA8;
     for (int64_t m0 = 0; m0 < j->m; m0 += j->mchunk) {
         int64_t m1 = m0 + j->mchunk < j->m ? m0 + j->mchunk : j->m;
         for (int64_t r = n0; r < n1; r++) {
             const char *wr = tm__qbuf_row(j->w, r);
-            for (int64_t i = m0; i < m1; i += TM__QNA) {
+            int64_t i = m0;
+            /* m0 is a multiple of 8: whole groups of rows 8g .. 8g + 7 */
+            for (; j->rows8 && i + TM__QNA8 <= m1; i += TM__QNA8) {
+                int64_t g = i / TM__QNA8;
+                j->rows8(wr, j->aq + (size_t)i * j->arow, j->arow, j->nb,
+                         j->da + g * gsz, j->sa ? j->sa + g * gsz : NULL,
+                         out);
+                put(j, i, r, out, TM__QNA8);
+            }
+            for (; i < m1; i += TM__QNA) {
                 int na = m1 - i < TM__QNA ? (int)(m1 - i) : TM__QNA;
                 j->rows(wr, j->aq + (size_t)i * j->arow, j->arow, na, j->nb,
                         out);
-                for (int t = 0; t < na; t++) {
-                    float *yp = (float *)tm__qbuf_row(j->y, i + t) + r;
-                    *yp = j->accumulate ? *yp + out[t] : out[t];
-                }
+                put(j, i, r, out, na);
             }
         }
     }
@@ -82,19 +100,41 @@ tm_status tm__qmatmul_run(const tm_buf *y, const tm_buf *x, const tm_buf *w,
         return TM_OK;
     }
     size_t arow = (size_t)(k / qa->block) * qa->bytes;
-    aq = tm__alloc((size_t)m * arow, __func__);
+    int64_t nb = k / q->block, groups = m / TM__QNA8;
+    tm__qrows8_fn rows8 = groups ? tm__qrows8_for(w->dtype) : NULL;
+    bool has_s = q->act == TM_Q8_1;
+    /* one scratch: the quantized rows, then rows8's F32 scales */
+    size_t qbytes = ((size_t)m * arow + 63) / 64 * 64;
+    size_t nsc = rows8 ? (size_t)(groups * nb * TM__QNA8) : 0;
+    aq = tm__alloc(qbytes + nsc * sizeof(float) * (has_s ? 2 : 1), __func__);
     if (!aq) {
         st = TM_ENOMEM;
         goto fail;
     }
     act_job aj = {x, q->act, aq, arow};
     tm__parallel_for(m, k >= 16384 ? 1 : 16384 / k, act_run, &aj);
+    float *da = rows8 ? (float *)(aq + qbytes) : NULL;
+    float *sa = rows8 && has_s ? da + nsc : NULL;
+    for (int64_t g = 0; rows8 && g < groups; g++)
+        for (int64_t b = 0; b < nb; b++)
+            for (int t = 0; t < TM__QNA8; t++) {
+                const char *blk = aq + (size_t)(g * TM__QNA8 + t) * arow +
+                                  (size_t)b * qa->bytes;
+                size_t at = (size_t)((g * nb + b) * TM__QNA8 + t);
+                tm__half h;
+                memcpy(&h, blk, sizeof h); /* d leads both block types */
+                da[at] = tm__half_to_f32(h);
+                if (sa) {
+                    memcpy(&h, blk + sizeof h, sizeof h);
+                    sa[at] = tm__half_to_f32(h);
+                }
+            }
 
     int64_t mchunk = (int64_t)(ACT_CHUNK_BYTES / arow);
-    if (mchunk < TM__QNA) mchunk = TM__QNA;
-    mchunk -= mchunk % TM__QNA;
-    mm_job mj = {y, w, aq, arow, m, k / q->block, mchunk, accumulate,
-                 tm__qrows_for(w->dtype)};
+    if (mchunk < TM__QNA8) mchunk = TM__QNA8;
+    mchunk -= mchunk % TM__QNA8;
+    mm_job mj = {y, w, aq, arow, m, nb, mchunk, accumulate,
+                 tm__qrows_for(w->dtype), rows8, da, sa};
     /* A task of at least ~64k multiply-adds. */
     int64_t per_row = k * (m < 64 ? m : 64);
     int64_t grain = per_row >= 65536 ? 1 : 65536 / per_row;

@@ -30,6 +30,11 @@ typedef void (*tm__qaxpy_fn)(float *dx, const float *b, int64_t bstride,
                              const float *c, int nr, int64_t n);
 void tm__qaxpy_portable(float *dx, const float *b, int64_t bstride,
                         const float *c, int nr, int64_t n);
+void tm__qaxpy_avx2(float *dx, const float *b, int64_t bstride,
+                    const float *c, int nr, int64_t n);
+void tm__qaxpy_neon(float *dx, const float *b, int64_t bstride,
+                    const float *c, int nr, int64_t n);
+/* The one this CPU's family runs. */
 tm__qaxpy_fn tm__qaxpy_current(void);
 
 #endif

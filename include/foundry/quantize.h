@@ -90,7 +90,15 @@ tm_status tm_quant_error_of(const tm_tensor *ref, const tm_tensor *q,
 /* -------------------------------------------------------- raw rows
  * Host buffers, for file converters: `rows` rows of `n` values, each row
  * of the quantized side tm_quant_row_bytes(qt, n) bytes, rows packed.
- * Threaded over rows; the bytes equal tm_quantize's. */
+ * Threaded over rows; the bytes equal tm_quantize's (the same for any
+ * thread count).  The quantized buffer is aligned to 2 bytes (4 for
+ * TM_Q8_K), the float one to 4, as malloc'd or mapped tensor data is.
+ * Errors: qt not quantized (TM_EDTYPE); NULL or misaligned buffers,
+ * negative counts, sizes that overflow (TM_EINVAL); n not a multiple of
+ * the block (TM_ESHAPE); tm_quantize_rows: a non-finite value (TM_EINVAL
+ * naming its row and column, found before anything is written: dst is
+ * untouched), values whose block scale overflows a half (TM_ERANGE naming
+ * the row; dst then holds ggml's bytes, with an infinite scale). */
 tm_status tm_quantize_rows(tm_dtype qt, const float *src, void *dst,
                            int64_t rows, int64_t n);
 tm_status tm_dequantize_rows(tm_dtype qt, const void *src, float *dst,

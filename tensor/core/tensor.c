@@ -354,6 +354,17 @@ tm_tensor *tm_tensor_from_storage(tm_storage *s, int64_t offset,
                                  offset < 0 ? 0 : offset))
             return NULL;
     }
+    /* blocks hold halves (Q8_K a float): on the host their address must
+     * suit them, or reading them is undefined behaviour */
+    size_t qalign = dt == TM_Q8_K ? 4 : 2;
+    if (quant && offset >= 0 && s->ctx->device.type == TM_DEVICE_CPU &&
+        ((uintptr_t)s->handle + tm__q_byte_offset(dt, offset)) % qalign) {
+        TM_ERR(TM_EINVAL, "%s blocks at address %p are not %zu-byte "
+               "aligned", tm_dtype_name(dt),
+               (void *)((char *)s->handle + tm__q_byte_offset(dt, offset)),
+               qalign);
+        return NULL;
+    }
     /* capacity in values: a quantized storage holds whole blocks */
     int64_t cap = quant ? (int64_t)(s->nbytes / tm_dtype_block_bytes(dt)) *
                               tm_dtype_block_elems(dt)

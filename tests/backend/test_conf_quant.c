@@ -57,6 +57,17 @@ static void check_device(tm_device dev)
         tm_tensor *d = tm_dequantize(q, TM_F32);
         tm_tensor *dd = tm_dequantize(qd, TM_F32);
         CHECK(d && dd && tt_same_bits(d, dd));
+        tm_quant_error e = {0}, ed = {0};
+        CHECK(tm_quant_error_of(x, q, &e) == TM_OK);
+        CHECK(tm_quant_error_of(xd, qd, &ed) == TM_OK);
+        /* test:0 sums in F64 as the CPU does: the same bits; test:1
+         * declines F64, so its sums are staged through F32: 1536 squares
+         * summed in F32 are within 1536 * 2^-24 relative, 1e-4 */
+        double tol = dev.index == 0 ? 0 : 1e-4;
+        CHECK_NEAR(ed.rmse, e.rmse, tol * e.rmse);
+        CHECK_NEAR(ed.ref_rms, e.ref_rms, tol * e.ref_rms);
+        CHECK_NEAR(ed.max_abs, e.max_abs, tol * e.max_abs);
+        CHECK_INT(ed.count, e.count);
         tm_free(dd);
         tm_free(d);
         tm_free(hrowc);
@@ -136,12 +147,15 @@ TEST(conformance_quant_matches_the_cpu)
     REQUIRE(tt_testdev_register() == 0);
     CHECK_INT(tm_device_empty_cache(TT_TEST0), TM_OK);
     CHECK_INT(tm_device_empty_cache(TT_TEST1), TM_OK);
+    CHECK(tm_synchronize(TT_TEST0) == TM_OK);
+    CHECK(tm_synchronize(TT_TEST1) == TM_OK);
     size_t before = tt_testdev_bytes_in_use();
     check_device(TT_TEST0);
     check_device(TT_TEST1);
-    CHECK(tm_synchronize(TT_TEST0) == TM_OK);
-    CHECK(tm_synchronize(TT_TEST1) == TM_OK);
+    /* cached blocks go back, then the frees they queue run */
     CHECK_INT(tm_device_empty_cache(TT_TEST0), TM_OK);
     CHECK_INT(tm_device_empty_cache(TT_TEST1), TM_OK);
+    CHECK(tm_synchronize(TT_TEST0) == TM_OK);
+    CHECK(tm_synchronize(TT_TEST1) == TM_OK);
     CHECK_INT(tt_testdev_bytes_in_use(), before);
 }

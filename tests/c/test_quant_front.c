@@ -84,6 +84,12 @@ TEST(quant_quantize_matches_rows)
             tr->dequantize_ref(raw + r * rb, deq + r * N, N);
         }
         CHECK(memcmp(tm_data(q), raw, R * rb) == 0);
+        /* and the raw-row API's, the converters' path */
+        unsigned char *rows = malloc(R * rb);
+        REQUIRE(rows);
+        CHECK(tm_quantize_rows(qt, f32(x), rows, R, N) == TM_OK);
+        CHECK(memcmp(rows, raw, R * rb) == 0);
+        free(rows);
         tm_tensor *d = tm_dequantize(q, TM_F32);
         REQUIRE(d);
         CHECK(memcmp(tm_data(d), deq, sizeof(float) * R * N) == 0);
@@ -330,6 +336,40 @@ TEST(quant_linear_dtypes_and_shapes)
         tm_free(xf);
         tm_free(xh);
     }
+    /* gradients come back in x's dtype: an F64 x's dx is the F32 x's dx
+     * (computed in F32) converted, and a 1-D x gets a 1-D dx */
+    tm_tensor *x64 = tm_to_dtype(x, TM_F64);
+    tm_tensor *x32 = tm_clone(x);
+    REQUIRE(x64 && x32);
+    CHECK(tm_requires_grad_(x64, true) == TM_OK);
+    CHECK(tm_requires_grad_(x32, true) == TM_OK);
+    tm_tensor *l64 = tm_linear(x64, wq, NULL);
+    tm_tensor *s64 = l64 ? tm_sum(l64, NULL, 0, false) : NULL;
+    tm_tensor *l32 = tm_linear(x32, wq, NULL);
+    tm_tensor *s32 = l32 ? tm_sum(l32, NULL, 0, false) : NULL;
+    REQUIRE(s64 && s32);
+    CHECK(tm_backward(s64) == TM_OK && tm_backward(s32) == TM_OK);
+    tm_tensor *g64 = tm_grad(x64), *g32 = tm_grad(x32);
+    REQUIRE(g64 && g32);
+    CHECK(tm_dtype_of(g64) == TM_F64);
+    tm_tensor *g32d = tm_to_dtype(g32, TM_F64);
+    CHECK(g32d && memcmp(tm_data(g32d), tm_data(g64), tm_nbytes(g64)) == 0);
+    tm_free(g32d);
+    tm_tensor *v1 = tm_randn((int64_t[]){64}, 1, TM_F32);
+    CHECK(v1 && tm_requires_grad_(v1, true) == TM_OK);
+    tm_tensor *yv = v1 ? tm_linear(v1, wq, NULL) : NULL;
+    tm_tensor *sv = yv ? tm_sum(yv, NULL, 0, false) : NULL;
+    REQUIRE(sv && tm_backward(sv) == TM_OK);
+    CHECK(tm_grad(v1) && tm_ndim(tm_grad(v1)) == 1);
+    tm_free(sv);
+    tm_free(yv);
+    tm_free(v1);
+    tm_free(s32);
+    tm_free(l32);
+    tm_free(s64);
+    tm_free(l64);
+    tm_free(x32);
+    tm_free(x64);
     tm_tensor *xw = tm_randn((int64_t[]){2, 32}, 2, TM_F32);
     CHECK_NULL_ERR(tm_linear(xw, wq, NULL), TM_ESHAPE, "64 input features");
     tm_tensor *xi = tm_zeros((int64_t[]){2, 64}, 2, TM_I32);
@@ -376,12 +416,16 @@ TEST(quant_matmul_forms)
     REQUIRE(y && m1);
     CHECK_SHAPE(m1, N, M);
     CHECK(memcmp(tm_data(m1), tm_data(y), tm_nbytes(y)) == 0);
-    /* W · v (1-D) and W · X (X [K, N]) */
+    /* W · v and v · Wᵀ (v 1-D), and W · X (X [K, N]) */
     tm_tensor *v = tm_select(x, 0, 1);
     tm_tensor *mv = v ? tm_matmul(wq, v) : NULL;
-    REQUIRE(mv);
+    tm_tensor *vm = v ? tm_matmul(v, wt) : NULL;
+    REQUIRE(mv && vm);
     CHECK_SHAPE(mv, M);
+    CHECK_SHAPE(vm, M);
     CHECK(memcmp(tm_data(mv), f32(y) + M, M * sizeof(float)) == 0);
+    CHECK(memcmp(tm_data(vm), f32(y) + M, M * sizeof(float)) == 0);
+    tm_free(vm);
     tm_tensor *xtv = tm_transpose(x, 0, 1);
     tm_tensor *xt = xtv ? tm_contiguous(xtv) : NULL;
     tm_free(xtv);

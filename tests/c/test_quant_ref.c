@@ -5,6 +5,7 @@
  * comparisons with independent implementations are test_quant_formats.c. */
 #include "harness.h"
 #include "../../quantize/quant_impl.h"
+#include "quant_bounds.h"
 
 #include <stdlib.h>
 
@@ -182,50 +183,18 @@ static float student_t3(void)
     return (float)(z / sqrt(c / 3));
 }
 
-/* Per-value bound of the 32-value formats: half the step, the step widened
- * to a whole one where the format's grid stops short of the extreme
- * (Q4_0 / Q5_0 put the extreme at -8 / -16 and reach only +7 / +15), plus
- * the error of storing d (and m) as halves (relative 2^-11 times the
- * largest level), plus F32 rounding. */
-static double bound_32(tm_dtype dt, const float *x)
-{
-    float amax = 0, mn = x[0], mx = x[0];
-    for (int i = 0; i < 32; i++) {
-        amax = fmaxf(amax, fabsf(x[i]));
-        mn = fminf(mn, x[i]);
-        mx = fmaxf(mx, x[i]);
-    }
-    const double h = 0x1p-11, f = 4 * 0x1p-24 * amax;
-    switch (dt) {
-    case TM_Q8_0:
-    case TM_Q8_1: return amax / 127.0 * (0.5 + 127 * h) + f;
-    case TM_Q4_0: return amax / 8.0 * (1.0 + 8 * h) + f;
-    case TM_Q5_0: return amax / 16.0 * (1.0 + 16 * h) + f;
-    case TM_Q4_1:
-        return (mx - mn) / 15.0 * (0.5 + 15 * h) + fabs(mn) * h + f;
-    case TM_Q5_1:
-        return (mx - mn) / 31.0 * (0.5 + 31 * h) + fabs(mn) * h + f;
-    default: return 0;
-    }
-}
-
 static void check_round_trip_32(tm_dtype dt, float (*gen)(void))
 {
     const tm__qtraits *t = tm__qtraits_of(dt);
     enum { N = 32 * 64 };
     float x[N], y[N];
-    unsigned char q[64 * 36];
+    _Alignas(16) unsigned char q[64 * 36];
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
-    int bad = 0;
-    for (int b = 0; b < N / 32; b++) {
-        const double bound = bound_32(dt, x + 32 * b);
-        for (int i = 32 * b; i < 32 * b + 32; i++)
-            if (fabs((double)x[i] - y[i]) > bound) bad++;
-    }
-    if (bad) tt_fail(__FILE__, __LINE__, "%s: %d values beyond the bound",
-                     t->name, bad);
+    const int64_t bad = tt_quant_bound_violations(dt, x, y, N);
+    if (bad) tt_fail(__FILE__, __LINE__, "%s: %lld values beyond the bound",
+                     t->name, (long long)bad);
 }
 
 TEST(quant_32_value_formats_round_trip_within_bound)
@@ -267,41 +236,20 @@ TEST(quant_q8_k_round_trips_within_half_a_step)
     }
 }
 
-/* K-quants: each super-block's RMS error stays below half the step a plain
- * uniform grid over its widest sub-block would have, R / (2 nmax) with R
- * the widest sub-block's range (our search can always pick that grid up
- * to the 6-bit scale rounding, and its RMS error is about a third of half
- * the step, so this leaves room for the rounding). */
+/* K-quants: the per-super-block RMS bound of quant_bounds.h. */
 static void check_round_trip_k(tm_dtype dt, float (*gen)(void))
 {
     const tm__qtraits *t = tm__qtraits_of(dt);
-    const int sub = dt == TM_Q6_K ? 16 : 32;
-    const int nmax = dt == TM_Q4_K ? 15 : dt == TM_Q5_K ? 31 : 63;
     enum { N = 256 * 16 };
     float x[N], y[N];
-    unsigned char q[16 * 210];
+    _Alignas(16) unsigned char q[16 * 210];
     for (int i = 0; i < N; i++) x[i] = gen();
     t->quantize_ref(x, q, N);
     t->dequantize_ref(q, y, N);
-    for (int b = 0; b < N / 256; b++) {
-        double R = 0, se = 0;
-        for (int s = 0; s < 256 / sub; s++) {
-            const float *xs = x + 256 * b + sub * s;
-            float mn = xs[0], mx = xs[0];
-            for (int i = 0; i < sub; i++) {
-                mn = fminf(mn, xs[i]);
-                mx = fmaxf(mx, xs[i]);
-            }
-            if (dt != TM_Q6_K && mn > 0) mn = 0;
-            R = fmax(R, (double)mx - mn);
-        }
-        for (int i = 256 * b; i < 256 * b + 256; i++)
-            se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
-        const double rmse = sqrt(se / 256);
-        if (!(rmse <= R / (2 * nmax)))
-            tt_fail(__FILE__, __LINE__, "%s block %d: rmse %g > %g",
-                    t->name, b, rmse, R / (2 * nmax));
-    }
+    const int64_t bad = tt_quant_bound_violations(dt, x, y, N);
+    if (bad)
+        tt_fail(__FILE__, __LINE__, "%s: %lld super-blocks beyond the bound",
+                t->name, (long long)bad);
 }
 
 TEST(quant_k_quants_round_trip_within_bound)
@@ -318,7 +266,7 @@ TEST(quant_k_quants_round_trip_within_bound)
 TEST(quant_zeros_round_trip_to_zeros)
 {
     float x[256] = {0}, y[256];
-    unsigned char q[292];
+    _Alignas(16) unsigned char q[292];
     for (size_t i = 0; i < sizeof all_q / sizeof all_q[0]; i++) {
         const tm__qtraits *t = tm__qtraits_of(all_q[i]);
         memset(y, 0x7f, sizeof y);
@@ -335,7 +283,7 @@ TEST(quant_zeros_round_trip_to_zeros)
 TEST(quant_non_finite_inputs_are_defined)
 {
     float x[512], y[512];
-    unsigned char q[2 * 292];
+    _Alignas(16) unsigned char q[2 * 292];
     for (int i = 0; i < 512; i++) x[i] = (float)(i % 7) - 3.0f;
     x[3] = NAN;
     x[100] = INFINITY;
@@ -346,4 +294,55 @@ TEST(quant_non_finite_inputs_are_defined)
         t->dequantize_ref(q, y, 512);
         CHECK(fabsf(y[400] - x[400]) <= 3.0f / 7.0f + 1e-6f);
     }
+}
+
+/* ------------------------------------------- SIMD against reference */
+
+#include "../../cpu/cpu_features.h"
+
+/* Every kernel family this CPU runs decodes random bytes (any pattern is a
+ * block; halves that are NaN, Inf or subnormal included) bit for bit as
+ * the reference does (a NaN matches any NaN). */
+TEST(quant_simd_dequantizers_match_reference_on_random_bytes)
+{
+    enum { NB = 96 };
+    static const tm_dtype fmts[] = {TM_Q8_0, TM_Q4_0, TM_Q4_1, TM_Q5_0,
+                                    TM_Q5_1, TM_Q4_K, TM_Q5_K, TM_Q6_K};
+    const tm__isa best = tm__cpu_isa();
+    int families = 0;
+    rng_state = 11;
+    for (int isa = 0; isa < TM__ISA_COUNT; isa++) {
+        if (!tm__set_isa((tm__isa)isa)) continue;
+        families++;
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
+            const tm__qtraits *t = tm__qtraits_of(fmts[f]);
+            const size_t nbytes = NB * t->bytes;
+            const int64_t n = NB * t->block;
+            unsigned char *q = malloc(nbytes);
+            float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+            REQUIRE(q && a && b);
+            for (size_t i = 0; i < nbytes; i++)
+                q[i] = (unsigned char)(uniform01() * 256);
+            t->dequantize_ref(q, a, n);
+            tm__dequantize_row(t->dtype, q, b, n);
+            int64_t bad = 0, nan = 0;
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t x, y;
+                memcpy(&x, &a[i], 4);
+                memcpy(&y, &b[i], 4);
+                nan += a[i] != a[i];
+                if (x != y && !(a[i] != a[i] && b[i] != b[i])) bad++;
+            }
+            if (bad)
+                tt_fail(__FILE__, __LINE__, "%s on %s: %lld values differ",
+                        t->name, tm__isa_name((tm__isa)isa), (long long)bad);
+            /* random halves are NaN/Inf 1 time in 32: some must be here */
+            CHECK(nan > 0);
+            free(q);
+            free(a);
+            free(b);
+        }
+    }
+    tm__set_isa(best);
+    CHECK(families >= 1);
 }

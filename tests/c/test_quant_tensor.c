@@ -120,7 +120,7 @@ TEST(quant_tensor_from_memory)
 {
     enum { R = 4, N = 64 };
     size_t rb = 2 * 18; /* q4_0: 2 blocks of 18 bytes per row */
-    unsigned char raw[R * 36];
+    _Alignas(8) unsigned char raw[R * 36];
     for (size_t k = 0; k < sizeof raw; k++) raw[k] = (unsigned char)(k * 7);
     tm_tensor *a = tm_from_buffer(raw, (int64_t[]){R, N}, 2, TM_Q4_0);
     REQUIRE(a);
@@ -152,6 +152,16 @@ TEST(quant_tensor_from_memory)
                                           (int64_t[]){2, 32},
                                           (int64_t[]){48, 1}, 2, TM_Q4_0),
                    TM_EDTYPE, "q4_0");
+    /* blocks must sit at addresses their halves can be read from */
+    CHECK_NULL_ERR(tm_wrap(raw + 1, (int64_t[]){1, N}, NULL, 2, TM_Q4_0,
+                           NULL, NULL), TM_EINVAL, "aligned");
+    static _Alignas(8) unsigned char k8[2 * 292];
+    CHECK_NULL_ERR(tm_wrap(k8 + 2, (int64_t[]){1, 256}, NULL, 2, TM_Q8_K,
+                           NULL, NULL), TM_EINVAL, "4-byte aligned");
+    tm_tensor *k8t = tm_wrap(k8 + 4, (int64_t[]){1, 256}, NULL, 2, TM_Q8_K,
+                             NULL, NULL);
+    CHECK(k8t != NULL);
+    tm_free(k8t);
     /* a transposed geometry: the block dim first */
     tm_tensor *tr = tm_tensor_from_storage(tm_storage_of(w), 0,
                                            (int64_t[]){N, R},

@@ -5,8 +5,13 @@ Q5_1 transcribe ggml's reference code; its dequantizers cover every
 weight format) and tests/gen/ggml_quant_ref.py (numpy transcriptions of
 ggml's Q8_1 / Q8_K code and of its K-quant reference quantizers).
 
-    .venv/bin/python tests/gen/gen_quant_vectors.py [--real run_dir/model.safetensors]
+    .venv/bin/python tests/gen/gen_quant_vectors.py [--real RUN/model.safetensors]
     .venv/bin/python tests/gen/gen_quant_vectors.py --measure [--real ...]
+
+Real trained weights come from tests/data/quant/real_weights.f32 (32
+runs of 256 values spread over a small GPT's matrices, raw little-endian
+F32), which --real re-extracts from a checkpoint; so `make refdata`
+regenerates the same files without one.
 
 One file per dtype, <name>.qvec, little-endian:
     "FQVEC1\\0\\0", u32 record count, then records of
@@ -14,8 +19,8 @@ One file per dtype, <name>.qvec, little-endian:
       kind 1 (quantize):   f32[n] input, u8[row bytes] expected blocks
       kind 2 (dequantize): u8[row bytes] blocks, f32[n] expected values
       kind 3 (rmse):       f32[n] input, f64 RMSE of ggml's reference
-                           quantizer on it (K-quants: Foundry must do no
-                           worse)
+                           quantizer on it (Foundry must do no worse; the
+                           32-value formats equal it)
 --measure prints, for the docs, ggml's reference RMSE against Foundry's
 (through lib/libfoundry.so's tm_quantize_rows / tm_dequantize_rows) on
 larger samples of every distribution.
@@ -168,14 +173,20 @@ def distributions(rng, n, real):
         "uniform": rng.uniform(-1, 1, size=n),
     }
     if real is not None:
-        d["real"] = real[:n] if real.size >= n else np.resize(real, n)
+        # whole 256-value runs spread evenly over every matrix
+        blocks = real[:real.size // 256 * 256].reshape(-1, 256)
+        pick = np.linspace(0, len(blocks) - 1, n // 256).astype(int)
+        d["real"] = blocks[pick].reshape(-1)
     return {k: (v * 0.02).astype(F) if k != "real" else v.astype(F)
             for k, v in d.items()}
 
 
 def load_real(path):
-    """The 2-D weights of a safetensors checkpoint, rows of whole 256s,
-    concatenated (F32 or BF16 tensors)."""
+    """The 2-D weights of a safetensors checkpoint whose rows are whole
+    256s, concatenated (F32 or BF16 tensors).  The committed vectors use
+    a GPT the repo's trainer made: bin/foundry train --vocab-size 512
+    --d-model 256 --layers 2 --heads 4 --steps 300 --warmup 30
+    --max-data-mb 1 --threads 1 --eval-every 0 (the default corpus)."""
     with open(path, "rb") as f:
         hlen = struct.unpack("<Q", f.read(8))[0]
         head = json.loads(f.read(hlen))
@@ -246,7 +257,10 @@ def generate(real):
             raw = quantize(name, x)
             recs.append(record(2, "ggml_ref_quantized", 1024,
                                raw.tobytes() + dequantize(name, raw).astype("<f4").tobytes()))
-            for label, x in distributions(rng, 2048, real).items():
+        # round-trip data (the error bounds; K-quants: ggml's RMSE to beat)
+        if name not in ("q8_1", "q8_k"):
+            size = 2048 if blk == 256 else 1024
+            for label, x in distributions(rng, size, real).items():
                 e = rmse(x, dequantize(name, quantize(name, x)))
                 recs.append(record(3, label, x.size, x.astype("<f4").tobytes() + struct.pack("<d", e)))
         p = write_file(name, recs)
@@ -277,11 +291,26 @@ def measure(real, n):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--real", help="a safetensors checkpoint for real weights")
+    ap.add_argument("--real", help="a safetensors checkpoint: re-extract "
+                    "real_weights.f32 from it (with --measure: use all of it)")
     ap.add_argument("--measure", action="store_true")
     ap.add_argument("-n", type=int, default=1 << 18)
     a = ap.parse_args()
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        print("gen_quant_vectors.py: skipped, it needs the gguf package "
+              "(pip install gguf)", file=sys.stderr)
+        return
+    sample = os.path.join(DATA, "real_weights.f32")
     real = load_real(a.real) if a.real else None
+    if real is not None and not a.measure:
+        blocks = real[:real.size // 256 * 256].reshape(-1, 256)
+        pick = np.linspace(0, len(blocks) - 1, 32).astype(int)
+        os.makedirs(DATA, exist_ok=True)
+        blocks[pick].astype("<f4").tofile(sample)
+    if real is None or not a.measure:
+        real = np.fromfile(sample, "<f4") if os.path.exists(sample) else None
     if a.measure:
         measure(real, a.n)
     else:
