@@ -99,6 +99,28 @@ struct tm_gguf {
     char *strings;         /* every key, name and string, NUL-terminated */
 };
 
+/* The writer of foundry/gguf.h (gguf_write.c: values and setters;
+ * gguf_write_file.c: the file). */
+typedef struct tm__gguf_wkv {
+    char *key;
+    tm_gguf_value v; /* owned: str, raw and items allocated */
+} tm__gguf_wkv;
+
+typedef struct tm__gguf_wtensor {
+    char *name;
+    tm_tensor *t;
+    uint32_t type;
+    size_t nbytes, offset;
+} tm__gguf_wtensor;
+
+struct tm_gguf_writer {
+    size_t alignment;
+    tm__gguf_wkv *kv;
+    int64_t nkv, kv_cap;
+    tm__gguf_wtensor *t;
+    int64_t nt, t_cap;
+};
+
 /* Parses and validates g->map's bytes into g (label, map set; the rest
  * zero).  On failure the error is set and g holds what must be freed. */
 tm_status tm__gguf_parse(tm_gguf *g, const char *fn);

@@ -291,6 +291,7 @@ static tm_status rd_kv(tm_gguf *g, rd *r, uint64_t i)
     set_where(r, "metadata entry", i, NULL, 0);
     if ((st = rd_str(r, true, &key, &kl, "the key"))) return st;
     const unsigned char *ks = r->p + r->pos - kl;
+    if (!kl) return fail(r, "%s: %s: the key is empty%s", "");
     set_where(r, "metadata entry", i, ks, kl);
     uint32_t type;
     if ((st = rd_u32(r, &type, "the value type"))) return st;

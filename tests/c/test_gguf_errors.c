@@ -199,6 +199,11 @@ TEST(gguf_bad_names)
     gb_u32(&b, 0);
     gb_u8(&b, 1);
     CHECK_BAD(&b, "the key contains a NUL byte");
+    gb_header(&b, 3, 0, 1);
+    gb_u64(&b, 0);
+    gb_u32(&b, 0);
+    gb_u8(&b, 1);
+    CHECK_BAD(&b, "metadata entry 0: the key is empty");
     uint64_t ne[1] = {4};
     gb_header(&b, 3, 1, 0);
     gb_u64(&b, 2);

@@ -8,6 +8,8 @@
 #include "gguf_build.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 
 /* One kv of each scalar type, a string with a NUL, arrays of numbers, of
  * strings, of arrays; one F32 [2,3] and one I32 [5] tensor. */
@@ -273,5 +275,51 @@ TEST(gguf_read_scalar_empty_and_unaligned)
     tm_free(e);
     tm_free(u);
     tm_gguf_close(g);
+    free(b.p);
+}
+
+/* Tensors cut and freed from several threads at once, the reader closed
+ * while they live: the mapping's reference count is shared (run under
+ * TSan too). */
+
+typedef struct cut_job {
+    const tm_gguf *g;
+    tm_tensor *keep;
+    int bad;
+} cut_job;
+
+static void *cut_many(void *arg)
+{
+    cut_job *j = arg;
+    for (int k = 0; k < 200; k++) {
+        tm_tensor *t = tm_gguf_tensor(j->g, k % 2);
+        if (!t) j->bad++;
+        if (k == 199) j->keep = t;
+        else tm_free(t);
+    }
+    return NULL;
+}
+
+TEST(gguf_read_tensors_from_many_threads)
+{
+    gb b = {0};
+    build_all(&b, 3);
+    tm_gguf *g = tm_gguf_open_memory(b.p, b.n);
+    REQUIRE(g != NULL);
+    pthread_t th[4];
+    cut_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (cut_job){g, NULL, 0};
+        CHECK(pthread_create(&th[i], NULL, cut_many, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) CHECK(pthread_join(th[i], NULL) == 0);
+    tm_gguf_close(g);
+    double want[5] = {0, -1, -2, -3, -4};
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(jobs[i].bad, 0);
+        REQUIRE(jobs[i].keep != NULL);
+        CHECK_VALUES(jobs[i].keep, want, 5, 0, 0);
+        tm_free(jobs[i].keep);
+    }
     free(b.p);
 }

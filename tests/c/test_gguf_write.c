@@ -5,6 +5,9 @@
 #include "harness.h"
 #include "tmpfiles.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 static tm_tensor *arange_f32(const int64_t *shape, int nd)
 {
     tm_tensor *t = tm_empty(shape, nd, TM_F32);

@@ -121,7 +121,8 @@ static void check_tensor(const tm_gguf *g, int64_t k)
     }
     FUZZ_ASSERT((int)ti.dtype >= 0 && tm_dtype_of(t) == ti.dtype);
     FUZZ_ASSERT(tm_ndim(t) == ti.ndim && tm_nbytes(t) == ti.nbytes);
-    for (int d = 0; d < ti.ndim; d++) FUZZ_ASSERT(tm_shape(t)[d] == ti.shape[d]);
+    for (int d = 0; d < ti.ndim; d++)
+        FUZZ_ASSERT(tm_shape(t)[d] == ti.shape[d]);
     if (ti.nbytes)
         FUZZ_ASSERT(!memcmp(tm_data(t), g_data + ds + ti.offset, ti.nbytes));
     FUZZ_ASSERT(tm_storage_is_readonly(tm_storage_of(t)));

@@ -4,7 +4,8 @@ Writes small valid GGUF files (made with the `gguf` package's GGUFWriter,
 independently of Foundry: every value type, nested arrays, F32 / F16 / Q8_0
 / Q4_K / Q2_K tensors, alignments, version 2) and malformed variants
 (truncations, bad magic / version / counts / lengths / types / dims /
-offsets, duplicates) to tests/fuzz/corpus/gguf/.  Deterministic: rerunning
+offsets, duplicates) to tests/fuzz/corpus/gguf/, beside the minimised
+fuzzer findings committed there (crash_*, kept).  Deterministic: rerunning
 rewrites the same bytes.
 
     .venv/bin/python tests/fuzz/gen_gguf_corpus.py
@@ -94,8 +95,9 @@ def hdr(nt, nkv, ver=3):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        os.unlink(os.path.join(OUT, f))
+    for f in os.listdir(OUT):  # fuzzer findings (crash_*) are kept
+        if f.startswith(("ok_", "bad_")):
+            os.unlink(os.path.join(OUT, f))
     files = {}
     vals = gguf_bytes(build_values)
     tens = gguf_bytes(build_tensors)

@@ -305,3 +305,49 @@ def test_malformed_files_raise_clear_errors(tmp_path):
         F.gguf.load(str(p))
     with pytest.raises(OSError, match="cannot open"):
         F.gguf.load(str(tmp_path / "missing.gguf"))
+
+
+def test_foundry_quantized_tensors_read_in_gguf(tmp_path):
+    rng = np.random.default_rng(4)
+    x = F.tensor(rng.standard_normal((4, 256)).astype(np.float32))
+    qs = {name: F.quantize(x, name) for name in
+          ("q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")}
+    p = str(tmp_path / "q.gguf")
+    F.gguf.save(p, qs)
+    r = gguf.GGUFReader(p)
+    for t in r.tensors:
+        q = qs[t.name]
+        assert t.tensor_type == Q[t.name.upper()]
+        assert t.data.tobytes() == q.numpy().tobytes(), t.name
+        want = gguf.quants.dequantize(t.data, t.tensor_type).reshape(4, 256)
+        got = F.dequantize(q).numpy()
+        assert got.tobytes() == want.astype(np.float32).tobytes(), t.name
+    g = F.gguf.load(p)
+    for name, q in qs.items():
+        assert g.tensors[name].dtype == q.dtype
+        assert list(g.tensors[name].shape) == [4, 256]
+        assert g.tensors[name].numpy().tobytes() == q.numpy().tobytes()
+
+
+def test_every_dense_dtype_round_trips_through_gguf(tmp_path):
+    rng = np.random.default_rng(5)
+    src = {"f64": rng.standard_normal(6),
+           "i8": np.arange(-3, 3, dtype=np.int8),
+           "i16": np.arange(6, dtype=np.int16) * -300,
+           "i64": np.arange(6, dtype=np.int64) * 2**40}
+    ts = {k: F.tensor(v) for k, v in src.items()}
+    ts["bf16"] = F.tensor(rng.standard_normal(6).astype(np.float32)).to(
+        F.bfloat16)
+    p = str(tmp_path / "d.gguf")
+    F.gguf.save(p, ts)
+    r = gguf.GGUFReader(p)
+    want = {"f64": Q.F64, "i8": Q.I8, "i16": Q.I16, "i64": Q.I64,
+            "bf16": Q.BF16}
+    g = F.gguf.load(p)
+    for t in r.tensors:
+        assert t.tensor_type == want[t.name]
+        raw = ts[t.name].view(F.int16) if t.name == "bf16" else ts[t.name]
+        assert t.data.tobytes() == raw.numpy().tobytes(), t.name
+        assert g.tensors[t.name].dtype == ts[t.name].dtype
+        assert (g.tensors[t.name].float().numpy().tobytes() ==
+                ts[t.name].float().numpy().tobytes())
