@@ -252,11 +252,12 @@ refdata:
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
         fuzz-tokenizer-json fuzz-bpe-train fuzz-trainer-state fuzz-gguf \
+        fuzz-quant-desc \
         fuzz-corpus \
         fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
 FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json fuzz_trainer_state
-FUZZ_TARGETS += fuzz_gguf
+FUZZ_TARGETS += fuzz_gguf fuzz_quant_desc
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -334,6 +335,13 @@ fuzz-gguf:
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    -dict=tests/fuzz/gguf.dict \
 	    $(FUZZ_B)/fuzz/corpus-gguf tests/fuzz/corpus/gguf
+
+fuzz-quant-desc:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_quant_desc
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-quant_desc
+	$(FUZZ_B)/fuzz/fuzz_quant_desc -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-quant_desc tests/fuzz/corpus/quant_desc
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

@@ -17,7 +17,9 @@ are compared with the 32-value formats.
 
 Per format: `foundry quantize RUN OUT.gguf --type FMT` (the total RMSE it
 prints, the tensors that fell back), the GGUF's size, `foundry eval --split
-val` (the training run's split: val fraction 0.1) perplexity, and `foundry
+val` (the training run's split: val fraction 0.1; --eval-batches N: its
+first N batches of 8 x 128 tokens, the same tokens for every format)
+perplexity, and `foundry
 generate --stats` tokens/s (prompt "def ", greedy, --gen-tokens new
 tokens, best of --repeats, each thread count).  F32 is the run directory
 itself (model.safetensors).  Writes bench/results/quant_model.json
@@ -51,14 +53,16 @@ def sh(*args):
 def train(out, d_model, threads, base=None, quick=False):
     extra = ["--steps", "30", "--eval-every", "10"] if quick else []
     tok = ["--tokenizer", base / "tokenizer.json", "--data", base / "data.ftok"] if base else []
-    sh("train", *DEMO, *extra, "--d-model", d_model, "--threads", threads, "--quiet", *tok,
+    demo = DEMO[2:] if base else DEMO  # the vocabulary comes with the tokenizer
+    sh("train", *demo, *extra, "--d-model", d_model, "--threads", threads, "--quiet", *tok,
        "--out", out)
     return out
 
 
-def perplexity(model, data, threads):
+def perplexity(model, data, threads, batches):
+    lim = ["--max-batches", batches] if batches else []
     out = sh("eval", "--model", model, "--data", data, "--split", "val", "--quiet",
-             "--threads", threads).stdout
+             "--threads", threads, *lim).stdout
     return float(re.search(r"perplexity\s+(\S+)", out)[1])
 
 
@@ -75,17 +79,17 @@ def gen_tps(model, threads, n, repeats):
 def bench_model(run, label, args, tmp):
     data = run / "data.ftok"
     rows = []
-    f32_ppl = perplexity(run, data, args.threads[-1])
+    f32_ppl = perplexity(run, data, args.threads[-1], args.eval_batches)
     f32_size = (run / "model.safetensors").stat().st_size
     rows.append({"model": label, "format": "f32", "file_bytes": f32_size, "ppl": f32_ppl,
                  "ppl_increase_pct": 0.0, "rmse": 0.0, "rel_rmse_pct": 0.0, "fell_back": 0,
                  "tok_s": {str(t): gen_tps(run, t, args.gen_tokens, args.repeats)
                            for t in args.threads}})
-    for fmt in FORMATS:
+    for fmt in args.formats:
         out = tmp / f"{label}_{fmt}.gguf"
         text = sh("quantize", run, out, "--type", fmt, "--quiet").stdout
         m = re.search(r"(\d+) fell back\).*total rmse (\S+) \((\S+)% of rms\)", text)
-        ppl = perplexity(out, data, args.threads[-1])
+        ppl = perplexity(out, data, args.threads[-1], args.eval_batches)
         rows.append({"model": label, "format": fmt, "file_bytes": out.stat().st_size, "ppl": ppl,
                      "ppl_increase_pct": 100 * (ppl / f32_ppl - 1), "rmse": float(m[2]),
                      "rel_rmse_pct": float(m[3]), "fell_back": int(m[1]),
@@ -103,6 +107,9 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--gen-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--eval-batches", type=int, default=0,
+                    help="evaluate the first N batches of 8 x 128 tokens of the val split (0: all)")
+    ap.add_argument("--formats", nargs="+", default=FORMATS, choices=FORMATS)
     ap.add_argument("--quick", action="store_true", help="a 30-step smoke run")
     args = ap.parse_args()
     if args.quick:
@@ -115,6 +122,7 @@ def main():
                                       quick=args.quick)
         rows = bench_model(run, "d128", args, tmp) + bench_model(run256, "d256", args, tmp)
     res = {"bench": "quant_model", "threads": args.threads, "gen_tokens": args.gen_tokens,
+           "eval_batches": args.eval_batches, "repeats": args.repeats,
            "prompt": "def ", "demo_flags": DEMO, "quick": args.quick,
            "seconds": round(time.time() - t0, 1), "rows": rows}
     outdir = ROOT / "bench" / "results"

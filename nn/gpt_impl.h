@@ -50,6 +50,11 @@ tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
 /* The tensor savers write for parameter i: a U8 [rows, row bytes] view of
  * a quantized tensor (*meta gets "<dtype>[d0,...]", malloc'd) or the
  * tensor in its store dtype.  New reference. */
+/* Parses a "foundry.quant.*" description, "<quantized dtype>[d0,...]"
+ * (1 to 4 dims, decimal, no spaces); TM_EFORMAT (no message) otherwise.
+ * shape has room for 4. */
+tm_status tm__gpt_parse_quant_desc(const char *s, tm_dtype *dt,
+                                   int64_t *shape, int *ndim);
 tm_tensor *tm__gpt_save_tensor(const tm_gpt *m, int i, bool as_bytes,
                                char **meta, const char *fn);
 

@@ -153,9 +153,8 @@ static bool skippable(const char *name)
     return s && s[strlen("rotary_emb.inv_freq")] == '\0';
 }
 
-/* Parses "<dtype>[d0,d1,...]" (the safetensors convention). */
-static tm_status parse_desc(const char *s, tm_dtype *dt, int64_t *shape,
-                            int *ndim)
+tm_status tm__gpt_parse_quant_desc(const char *s, tm_dtype *dt,
+                                   int64_t *shape, int *ndim)
 {
     char name[16];
     size_t k = 0;
@@ -177,8 +176,11 @@ static tm_status parse_desc(const char *s, tm_dtype *dt, int64_t *shape,
             v = v * 10 + (*p - '0');
         }
         shape[(*ndim)++] = v;
-        if (*p == ',') p++;
-        else if (*p != ']') return TM_EFORMAT;
+        if (*p == ',') {
+            if (*++p < '0' || *p > '9') return TM_EFORMAT; /* "64,]" */
+        } else if (*p != ']') {
+            return TM_EFORMAT;
+        }
     }
     return p[1] == '\0' && *ndim >= 1 ? TM_OK : TM_EFORMAT;
 }
@@ -216,7 +218,7 @@ static tm_tensor *src_get(const src *f, const char *name, const char *fn)
     tm_dtype dt;
     int64_t shape[4];
     int nd;
-    if (parse_desc(desc, &dt, shape, &nd) != TM_OK) {
+    if (tm__gpt_parse_quant_desc(desc, &dt, shape, &nd) != TM_OK) {
         tm__errf(TM_EFORMAT, fn, "%s: metadata %s = '%.64s' is not "
                  "'<quantized dtype>[d0,...]'", f->path, key, desc);
         goto done;
