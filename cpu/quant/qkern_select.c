@@ -7,6 +7,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
+#include <stdatomic.h>
 #endif
 
 #define PORTABLE_ROWS(fn, dt)                                                 \
@@ -38,14 +39,22 @@ static const tm__qkern portable = {
 const tm__qkern *tm__qkern_portable(void) { return &portable; }
 
 /* The x86 kernels also convert halves with F16C, which every AVX2 CPU
- * has in practice; checked all the same. */
+ * has in practice; checked all the same, once: CPUID traps to the
+ * hypervisor in a virtual machine (tens of microseconds), and this is
+ * asked on every quantized matmul. */
 static bool x86_f16c(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    /* CPUID leaf 1, ECX bit 29 (not every compiler's
-     * __builtin_cpu_supports knows "f16c") */
-    unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+    static atomic_int known; /* 0: not asked yet, 1: no, 2: yes */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (!k) {
+        /* CPUID leaf 1, ECX bit 29 (not every compiler's
+         * __builtin_cpu_supports knows "f16c") */
+        unsigned a, b, c, d;
+        k = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1) ? 2 : 1;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 2;
 #else
     return false;
 #endif
