@@ -7,14 +7,10 @@
  * the order added, each at a multiple of the alignment, padded with zeros
  * (as ggml and the gguf package write them).
  */
+#include "file_out.h"
 #include "gguf_impl.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 typedef struct buf {
     unsigned char *p;
@@ -87,60 +83,6 @@ static void put_value(buf *b, const tm_gguf_value *v)
     }
 }
 
-static tm_status io_error(const char *fn, const char *path, const char *what,
-                          int err)
-{
-    char why[128];
-    if (strerror_r(err, why, sizeof why) != 0)
-        snprintf(why, sizeof why, "errno %d", err);
-    return tm__errf(TM_EIO, fn, "%s: %s: %s", path, what, why);
-}
-
-static tm_status write_all(int fd, const void *data, size_t n,
-                           const char *fn, const char *path)
-{
-    const char *p = data;
-    while (n) {
-        size_t chunk = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return io_error(fn, path, "write failed", errno);
-        }
-        if (w == 0) return io_error(fn, path, "write made no progress", EIO);
-        p += w;
-        n -= (size_t)w;
-    }
-    return TM_OK;
-}
-
-static int create_temp(const char *path, char *tmp, size_t size)
-{
-    static atomic_uint counter;
-    for (int tries = 0; tries < 1000; tries++) {
-        unsigned k = atomic_fetch_add(&counter, 1);
-        snprintf(tmp, size, "%s.tmp.%ld.%u", path, (long)getpid(), k);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-static const unsigned char zeros[256];
-
-static tm_status write_pad(int fd, size_t n, const char *fn, const char *path)
-{
-    while (n) {
-        size_t k = n < sizeof zeros ? n : sizeof zeros;
-        tm_status st = write_all(fd, zeros, k, fn, path);
-        if (st) return st;
-        n -= k;
-    }
-    return TM_OK;
-}
-
-/* The header and tensor infos; tensor offsets are assigned here. */
 static tm_status build_header(const tm_gguf_writer *w, buf *b)
 {
     size_t a = w->alignment, off = 0;
@@ -180,72 +122,24 @@ tm_status tm_gguf_writer_write(const tm_gguf_writer *w, const char *path)
     if (!w || !path) return TM_ERR(TM_EINVAL, "%s is NULL", w ? "path" : "w");
     buf b = {0};
     b.fn = fn;
-    char *tmp = NULL;
-    int fd = -1;
+    tm__file_out f = {.fd = -1};
     /* offsets are bookkeeping of this call: the writer stays logically
      * const */
     tm_status st = build_header((tm_gguf_writer *)(uintptr_t)w, &b);
     if (st) goto fail;
     size_t a = w->alignment;
-    size_t plen = strlen(path);
-    tmp = tm__alloc(plen + 48, fn);
-    if (!tmp) {
-        st = TM_ENOMEM;
-        goto fail;
-    }
-    fd = create_temp(path, tmp, plen + 48);
-    if (fd < 0) {
-        st = io_error(fn, path, "cannot create a temporary file beside it",
-                      errno);
-        tm__dealloc(tmp);
-        tmp = NULL;
-        goto fail;
-    }
-    struct stat old;
-    if (stat(path, &old) == 0 && S_ISREG(old.st_mode))
-        (void)fchmod(fd, old.st_mode & 07777);
-    if ((st = write_all(fd, b.p, b.n, fn, path))) goto fail;
-    if ((st = write_pad(fd, (a - b.n % a) % a, fn, path))) goto fail;
+    if ((st = tm__file_out_open(&f, fn, path))) goto fail;
+    if ((st = tm__file_out_write(&f, b.p, b.n))) goto fail;
+    if ((st = tm__file_out_pad(&f, (a - b.n % a) % a))) goto fail;
     for (int64_t i = 0; i < w->nt; i++) {
         const tm__gguf_wtensor *t = &w->t[i];
-        if (t->nbytes) {
-            /* host bytes: a device tensor is copied first */
-            tm_tensor *h = tm_to(t->t, TM_CPU);
-            tm_tensor *c = h ? tm_contiguous(h) : NULL;
-            tm_free(h);
-            if (!c) {
-                st = tm__relabel_error(fn, tm_last_status());
-                goto fail;
-            }
-            st = write_all(fd, tm_data(c), t->nbytes, fn, path);
-            tm_free(c);
-            if (st) goto fail;
-        }
-        if ((st = write_pad(fd, (a - t->nbytes % a) % a, fn, path)))
-            goto fail;
+        if ((st = tm__file_out_tensor(&f, t->t, t->nbytes))) goto fail;
+        if ((st = tm__file_out_pad(&f, (a - t->nbytes % a) % a))) goto fail;
     }
-    if (fsync(fd) != 0) {
-        st = io_error(fn, path, "fsync failed", errno);
-        goto fail;
-    }
-    int cfd = fd;
-    fd = -1;
-    if (close(cfd) != 0) {
-        st = io_error(fn, path, "close failed", errno);
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        st = io_error(fn, path, "cannot rename the temporary file over it",
-                      errno);
-        goto fail;
-    }
-    tm__dealloc(tmp);
     tm__dealloc(b.p);
-    return TM_OK;
+    return tm__file_out_commit(&f, true);
 fail:
-    if (fd >= 0) close(fd);
-    if (tmp) unlink(tmp);
-    tm__dealloc(tmp);
+    tm__file_out_abort(&f);
     tm__dealloc(b.p);
     return st;
 }

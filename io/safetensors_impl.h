@@ -28,9 +28,6 @@ int tm__st_dtype_find(const char *s, size_t len);
 /* Index in tm__st_dtypes of a dense Foundry dtype, or -1. */
 int tm__st_dtype_of(tm_dtype dt);
 
-/* The system's text for errno `err` in buf (thread-safe).  Returns buf. */
-char *tm__st_strerror(int err, char *buf, size_t size);
-
 /* True on a little-endian host (the format is little-endian). */
 bool tm__st_host_le(void);
 

@@ -8,6 +8,7 @@
  * dims, no duplicate keys, string metadata values, no NUL in names).
  */
 #include "foundry/io.h"
+#include "file_out.h"
 #include "json.h"
 #include "safetensors_impl.h"
 
@@ -49,12 +50,6 @@ int tm__st_dtype_of(tm_dtype dt)
     for (int i = 0; i < tm__st_ndtypes; i++)
         if (tm__st_dtypes[i].tm == (int)dt) return i;
     return -1;
-}
-
-char *tm__st_strerror(int err, char *buf, size_t size)
-{
-    if (strerror_r(err, buf, size) != 0) snprintf(buf, size, "errno %d", err);
-    return buf;
 }
 
 bool tm__st_host_le(void)
@@ -441,14 +436,14 @@ tm_safetensors *tm_safetensors_open(const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO hang */
     if (fd < 0) {
         char why[128];
-        tm__st_strerror(errno, why, sizeof why);
+        tm__io_strerror(errno, why, sizeof why);
         TM_ERR(TM_EIO, "%s: cannot open: %s", path, why);
         return NULL;
     }
     struct stat sb;
     char why[128];
     if (fstat(fd, &sb) != 0) {
-        tm__st_strerror(errno, why, sizeof why);
+        tm__io_strerror(errno, why, sizeof why);
         close(fd);
         TM_ERR(TM_EIO, "%s: cannot stat: %s", path, why);
         return NULL;
@@ -474,7 +469,7 @@ tm_safetensors *tm_safetensors_open(const char *path)
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) {
-        tm__st_strerror(e, why, sizeof why);
+        tm__io_strerror(e, why, sizeof why);
         TM_ERR(TM_EIO, "%s: cannot map %zu bytes: %s", path, size, why);
         return NULL;
     }

@@ -13,17 +13,13 @@
  *   - header padded with spaces to a multiple of 8; data contiguous from 0.
  */
 #include "foundry/io.h"
+#include "file_out.h"
 #include "json.h"
 #include "safetensors_impl.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 typedef struct st_item {
     const char *name;
@@ -218,120 +214,21 @@ static tm_status check_args(const char *fn, const char *path, st_item *items,
 
 /* ------------------------------------------------------------ file output */
 
-static tm_status io_error(const char *fn, const char *path, const char *what,
-                          int err)
-{
-    char why[128];
-    return tm__errf(TM_EIO, fn, "%s: %s: %s", path, what,
-                    tm__st_strerror(err, why, sizeof why));
-}
-
-static tm_status write_all(int fd, const void *data, size_t n, const char *fn,
-                           const char *path)
-{
-    const char *p = data;
-    while (n) {
-        size_t chunk = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return io_error(fn, path, "write failed", errno);
-        }
-        if (w == 0) return io_error(fn, path, "write made no progress", EIO);
-        p += w;
-        n -= (size_t)w;
-    }
-    return TM_OK;
-}
-
-/* Creates a new file "<path>.tmp.<pid>.<k>" (never an existing one), with
- * mode 0666 less the umask, like the reference's File::create. */
-static int create_temp(const char *path, char *tmp, size_t size)
-{
-    static atomic_uint counter;
-    for (int tries = 0; tries < 1000; tries++) {
-        unsigned k = atomic_fetch_add(&counter, 1);
-        snprintf(tmp, size, "%s.tmp.%ld.%u", path, (long)getpid(), k);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-/* fsync of the directory holding `path`, so the rename itself is durable.
- * Best effort: the new file is already in place. */
-static void sync_dir(const char *path, char *buf)
-{
-    strcpy(buf, path);
-    char *slash = strrchr(buf, '/');
-    if (!slash) strcpy(buf, ".");
-    else if (slash == buf) buf[1] = '\0';
-    else *slash = '\0';
-    int dfd = open(buf, O_RDONLY | O_CLOEXEC);
-    if (dfd < 0) return;
-    (void)fsync(dfd);
-    close(dfd);
-}
-
 static tm_status write_file(const char *fn, const char *path,
                             const st_item *items, int n, const char *header,
                             size_t header_len, bool sync)
 {
-    size_t plen = strlen(path);
-    char *tmp = tm__alloc(plen + 48, fn);
-    if (!tmp) return TM_ENOMEM;
-    tm_status st = TM_OK;
-    int fd = create_temp(path, tmp, plen + 48);
-    if (fd < 0) {
-        st = io_error(fn, path, "cannot create a temporary file beside it",
-                      errno);
-        tm__dealloc(tmp);
-        return st;
-    }
-    struct stat old;
-    if (stat(path, &old) == 0 && S_ISREG(old.st_mode))
-        (void)fchmod(fd, old.st_mode & 07777);
-    if ((st = write_all(fd, header, header_len, fn, path))) goto fail;
+    tm__file_out f;
+    tm_status st = tm__file_out_open(&f, fn, path);
+    if (st) return st;
+    if ((st = tm__file_out_write(&f, header, header_len))) goto fail;
     for (int i = 0; i < n; i++) {
-        tm_tensor *t = items[i].t;
         size_t nb = (size_t)(items[i].end - items[i].begin);
-        if (!nb) continue;
-        /* The file gets host bytes: a tensor on another device is copied
-         * to the host first (a synchronization point). */
-        tm_tensor *h = tm_to(t, TM_CPU);
-        tm_tensor *c = h ? tm_contiguous(h) : NULL;
-        tm_free(h);
-        if (!c) {
-            st = tm__relabel_error(fn, tm_last_status());
-            goto fail;
-        }
-        st = write_all(fd, tm_data(c), nb, fn, path);
-        tm_free(c);
-        if (st) goto fail;
+        if ((st = tm__file_out_tensor(&f, items[i].t, nb))) goto fail;
     }
-    if (sync && fsync(fd) != 0) {
-        st = io_error(fn, path, "fsync failed", errno);
-        goto fail;
-    }
-    int cfd = fd;
-    fd = -1;
-    if (close(cfd) != 0) {
-        st = io_error(fn, path, "close failed", errno);
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        st = io_error(fn, path, "cannot rename the temporary file over it",
-                      errno);
-        goto fail;
-    }
-    if (sync) sync_dir(path, tmp);
-    tm__dealloc(tmp);
-    return TM_OK;
+    return tm__file_out_commit(&f, sync);
 fail:
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-    tm__dealloc(tmp);
+    tm__file_out_abort(&f);
     return st;
 }
 

@@ -151,7 +151,7 @@ TEST(backend_registry)
     REQUIRE(cpu);
     CHECK(!strcmp(cpu->name, "cpu"));
     CHECK_INT(cpu->abi_version, TM_BACKEND_ABI_VERSION);
-    CHECK_INT(TM_BACKEND_ABI_VERSION, 6);
+    CHECK_INT(TM_BACKEND_ABI_VERSION, 7);
     CHECK(tm_device_available(TM_CPU));
     tm_clear_error();
     CHECK(!tm_device_available(TM_DEVICE(TM_DEVICE_METAL, 0)));

@@ -337,7 +337,9 @@ TEST(random_errors_name_the_problem)
                    "range [0, 300) does not fit dtype u8, which holds the "
                    "integers in [0, 255]");
     CHECK_NULL_ERR(tm_randint(0, 2, shape, 1, (tm_dtype)77), TM_EDTYPE,
-                   "is not a dense dtype");
+                   "dtype 77 (invalid) is not a dtype");
+    CHECK_NULL_ERR(tm_randint(0, 2, (int64_t[]){32}, 1, TM_Q4_0), TM_EDTYPE,
+                   "q4_0");
     CHECK_NULL_ERR(tm_randint(0, (1LL << 53) + 1, shape, 1, TM_I64),
                    TM_EINVAL, "must lie in [-2^53, 2^53]");
     CHECK_NULL_ERR(tm_randint(0, (1 << 24) + 2, shape, 1, TM_F32), TM_EINVAL,
