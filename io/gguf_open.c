@@ -6,16 +6,13 @@
  * drops a reference on the shared mapping, so the mapping outlives the
  * reader for as long as any tensor cut from it.
  */
+#include "file_map.h"
 #include "gguf_impl.h"
 #include "json.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static void map_drop(tm__gguf_map *m)
 {
@@ -42,14 +39,6 @@ void tm_gguf_close(tm_gguf *g)
     tm__dealloc(g->label);
     map_drop(g->map);
     tm__dealloc(g);
-}
-
-static bool host_le(void)
-{
-    const uint16_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
 }
 
 /* A reader over map (whose reference it takes). */
@@ -86,61 +75,23 @@ static tm__gguf_map *new_map(void *base, size_t size, bool unmap,
     return m;
 }
 
-static char *errtext(int err, char *buf, size_t size)
-{
-    if (strerror_r(err, buf, size) != 0) snprintf(buf, size, "errno %d", err);
-    return buf;
-}
-
 tm_gguf *tm_gguf_open(const char *path)
 {
-    char why[128];
     if (!path) {
         TM_ERR(TM_EINVAL, "path is NULL");
         return NULL;
     }
-    if (!host_le()) {
+    if (!tm__host_le()) {
         TM_ERR(TM_EUNSUPPORTED, "%s: big-endian hosts are not supported",
                path);
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO hang */
-    if (fd < 0) {
-        TM_ERR(TM_EIO, "%s: cannot open: %s", path,
-               errtext(errno, why, sizeof why));
-        return NULL;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        errtext(errno, why, sizeof why);
-        close(fd);
-        TM_ERR(TM_EIO, "%s: cannot stat: %s", path, why);
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        TM_ERR(TM_EIO, "%s: not a regular file", path);
-        return NULL;
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
-        close(fd);
-        TM_ERR(TM_EOVERFLOW, "%s: file of %lld bytes does not fit in memory",
-               path, (long long)sb.st_size);
-        return NULL;
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size < 24) { /* mmap cannot map 0 bytes */
-        close(fd);
+    void *base;
+    size_t size;
+    if (tm__file_map(__func__, path, 24, &base, &size)) return NULL;
+    if (!base) {
         TM_ERR(TM_EFORMAT, "%s: file is %zu bytes, shorter than the 24-byte "
                "GGUF header (truncated file)", path, size);
-        return NULL;
-    }
-    void *base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (base == MAP_FAILED) {
-        TM_ERR(TM_EIO, "%s: cannot map %zu bytes: %s", path, size,
-               errtext(e, why, sizeof why));
         return NULL;
     }
     tm__gguf_map *m = new_map(base, size, true, __func__);
@@ -153,7 +104,7 @@ tm_gguf *tm_gguf_open_memory(const void *data, size_t size)
         TM_ERR(TM_EINVAL, "data is NULL for %zu bytes", size);
         return NULL;
     }
-    if (!host_le()) {
+    if (!tm__host_le()) {
         TM_ERR(TM_EUNSUPPORTED, "big-endian hosts are not supported");
         return NULL;
     }

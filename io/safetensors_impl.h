@@ -28,9 +28,6 @@ int tm__st_dtype_find(const char *s, size_t len);
 /* Index in tm__st_dtypes of a dense Foundry dtype, or -1. */
 int tm__st_dtype_of(tm_dtype dt);
 
-/* True on a little-endian host (the format is little-endian). */
-bool tm__st_host_le(void);
-
 /* One tensor of an open file. */
 typedef struct tm__st_entry {
     const char *name; /* in the JSON document's string buffer */

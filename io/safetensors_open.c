@@ -8,18 +8,14 @@
  * dims, no duplicate keys, string metadata values, no NUL in names).
  */
 #include "foundry/io.h"
-#include "file_out.h"
+#include "file_map.h"
 #include "json.h"
 #include "safetensors_impl.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 const tm__st_dtype tm__st_dtypes[] = {
     {"BOOL", 8, TM_BOOL},     {"F4", 4, -1},
@@ -50,14 +46,6 @@ int tm__st_dtype_of(tm_dtype dt)
     for (int i = 0; i < tm__st_ndtypes; i++)
         if (tm__st_dtypes[i].tm == (int)dt) return i;
     return -1;
-}
-
-bool tm__st_host_le(void)
-{
-    const uint16_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
 }
 
 /* ------------------------------------------------------------- the handle */
@@ -428,49 +416,16 @@ tm_safetensors *tm_safetensors_open(const char *path)
         TM_ERR(TM_EINVAL, "path is NULL");
         return NULL;
     }
-    if (!tm__st_host_le()) {
+    if (!tm__host_le()) {
         TM_ERR(TM_EUNSUPPORTED, "%s: big-endian hosts are not supported",
                path);
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO hang */
-    if (fd < 0) {
-        char why[128];
-        tm__io_strerror(errno, why, sizeof why);
-        TM_ERR(TM_EIO, "%s: cannot open: %s", path, why);
-        return NULL;
-    }
-    struct stat sb;
-    char why[128];
-    if (fstat(fd, &sb) != 0) {
-        tm__io_strerror(errno, why, sizeof why);
-        close(fd);
-        TM_ERR(TM_EIO, "%s: cannot stat: %s", path, why);
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        TM_ERR(TM_EIO, "%s: not a regular file", path);
-        return NULL;
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
-        close(fd);
-        TM_ERR(TM_EOVERFLOW, "%s: file of %lld bytes does not fit in memory",
-               path, (long long)sb.st_size);
-        return NULL;
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size < 8) { /* mmap cannot map 0 bytes; the message is the same */
-        close(fd);
+    void *map;
+    size_t size;
+    if (tm__file_map(__func__, path, 8, &map, &size)) return NULL;
+    if (!map) { /* the message of a truncated header */
         too_short(__func__, path, size);
-        return NULL;
-    }
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (map == MAP_FAILED) {
-        tm__io_strerror(e, why, sizeof why);
-        TM_ERR(TM_EIO, "%s: cannot map %zu bytes: %s", path, size, why);
         return NULL;
     }
     tm_storage *s = tm_storage_wrap(map, size, TM_STORAGE_MAPPED,
@@ -485,7 +440,7 @@ tm_safetensors *tm_safetensors_open_memory(const void *data, size_t size)
         TM_ERR(TM_EINVAL, "data is NULL for %zu bytes", size);
         return NULL;
     }
-    if (!tm__st_host_le()) {
+    if (!tm__host_le()) {
         TM_ERR(TM_EUNSUPPORTED, "big-endian hosts are not supported");
         return NULL;
     }

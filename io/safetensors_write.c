@@ -13,6 +13,7 @@
  *   - header padded with spaces to a multiple of 8; data contiguous from 0.
  */
 #include "foundry/io.h"
+#include "file_map.h"
 #include "file_out.h"
 #include "json.h"
 #include "safetensors_impl.h"
@@ -261,7 +262,7 @@ tm_status tm_safetensors_save_ex(const char *path, const char *const *names,
     if (nmeta > 0 && (!meta_keys || !meta_values))
         return TM_ERR(TM_EINVAL, "%s: meta_keys or meta_values is NULL for %d "
                       "entries", path, nmeta);
-    if (!tm__st_host_le())
+    if (!tm__host_le())
         return TM_ERR(TM_EUNSUPPORTED, "%s: big-endian hosts are not "
                       "supported", path);
     st_item *items = tm__calloc((n ? (size_t)n : 1) * sizeof *items, __func__);
