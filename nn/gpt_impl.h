@@ -47,14 +47,19 @@ tm_status tm__gpt_replace_params(tm_gpt *m, tm_tensor *const *news,
  * foundry.config). */
 tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
                           const char *fn);
-/* The tensor savers write for parameter i: a U8 [rows, row bytes] view of
- * a quantized tensor (*meta gets "<dtype>[d0,...]", malloc'd) or the
- * tensor in its store dtype.  New reference. */
+/* Reads and parses the config.json at `path` (gpt_io.c); errors name fn
+ * and the path. */
+tm_status tm__gpt_read_config(const char *path, tm_gpt_config *c,
+                              const char *fn);
+bool tm__ends_with(const char *s, const char *suffix);
 /* Parses a "foundry.quant.*" description, "<quantized dtype>[d0,...]"
  * (1 to 4 dims, decimal, no spaces); TM_EFORMAT (no message) otherwise.
  * shape has room for 4. */
 tm_status tm__gpt_parse_quant_desc(const char *s, tm_dtype *dt,
                                    int64_t *shape, int *ndim);
+/* The tensor savers write for parameter i: a U8 [rows, row bytes] view of
+ * a quantized tensor (*meta gets "<dtype>[d0,...]", malloc'd) or the
+ * tensor in its store dtype.  New reference. */
 tm_tensor *tm__gpt_save_tensor(const tm_gpt *m, int i, bool as_bytes,
                                char **meta, const char *fn);
 

@@ -125,8 +125,8 @@ done:
     return st;
 }
 
-static tm_status read_config(const char *path, tm_gpt_config *c,
-                             const char *fn)
+tm_status tm__gpt_read_config(const char *path, tm_gpt_config *c,
+                              const char *fn)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -148,7 +148,7 @@ static tm_status read_config(const char *path, tm_gpt_config *c,
     return st;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+bool tm__ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
@@ -169,9 +169,9 @@ tm_gpt *tm_gpt_load(const char *dir)
     }
     char path[4096];
     tm_gpt *m = NULL;
-    if (ends_with(dir, ".gguf") && is_file(dir))
+    if (tm__ends_with(dir, ".gguf") && is_file(dir))
         return tm__gpt_load_file(dir, NULL, fn);
-    if (ends_with(dir, ".safetensors") && is_file(dir)) {
+    if (tm__ends_with(dir, ".safetensors") && is_file(dir)) {
         /* config.json lives beside the file. */
         char cdir[4096];
         const char *slash = strrchr(dir, '/');
@@ -199,7 +199,7 @@ tm_gpt *tm_gpt_load(const char *dir)
     tm_gpt_config c;
     /* The config first, so a directory without one says so. */
     if (join(cfg, sizeof cfg, dir, "config.json", fn) ||
-        read_config(cfg, &c, fn))
+        tm__gpt_read_config(cfg, &c, fn))
         return NULL;
     m = tm__gpt_load_file(path, dir, fn);
     return m;

@@ -11,13 +11,11 @@
 
 #include "../tensor/runtime/runtime_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define QUANT_PREFIX "foundry.quant."
-#define CONFIG_MAX (1 << 20)
 
 /* "q4_0[128,256]" for a dtype and shape; malloc'd. */
 static char *quant_desc(tm_dtype dt, const int64_t *shape, int ndim)
@@ -297,28 +295,9 @@ static tm_status config_text(const src *f, const char *config_dir,
     if (k < 0 || (size_t)k >= sizeof path)
         return tm__errf(TM_EINVAL, fn, "path '%.64s...' is too long",
                         config_dir);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return tm__errf(TM_EIO, fn, "cannot open '%s': %s", path,
-                        strerror(errno));
-    char *buf = malloc(CONFIG_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CONFIG_MAX + 1, fp) : 0;
-    fclose(fp);
-    if (!buf) return tm__errf(TM_ENOMEM, fn, "out of memory");
-    if (n > CONFIG_MAX)
-        st = tm__errf(TM_EFORMAT, fn, "'%s' is larger than %d bytes", path,
-                      CONFIG_MAX);
-    else if ((st = tm_gpt_config_from_json(buf, n, c)))
-        st = tm__errf(st, fn, "%s: %s", path, tm_last_error());
-    free(buf);
-    return st;
+    return tm__gpt_read_config(path, c, fn);
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
 
 tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
                           const char *fn)
@@ -327,7 +306,7 @@ tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
     tm_gpt *m = NULL;
     tm_tensor **news = NULL;
     tm_gpt_config c;
-    if (ends_with(path, ".gguf")) f.gg = tm_gguf_open(path);
+    if (tm__ends_with(path, ".gguf")) f.gg = tm_gguf_open(path);
     else f.st = tm_safetensors_open(path);
     if (!f.gg && !f.st) {
         tm__relabel_error(fn, tm_last_status());
