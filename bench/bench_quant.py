@@ -9,7 +9,7 @@ Prints a table and writes bench/results/quant.json.  Times are means per
 call (sustained, weights cycled through >= 512 MiB of copies).  ratio =
 F32 tm_linear ms / quantized ms (same shape, rows, threads, run);
 bw_frac = weight GB/s / the STREAM-like read bandwidth of the same thread
-count.
+count; ratio_vs_numpy (matvec) = numpy's F32 ms / quantized ms.
 """
 import json
 import os
@@ -86,12 +86,19 @@ def main():
             numpy_rows.append({"op": "numpy_matvec", "format": "f32", "m": 1,
                                "n": n, "k": k, "threads": t, "ms": ms,
                                "weight_gbs": 4.0 * n * k / (ms / 1e3) / 1e9})
+    # The same matvec's speed against numpy's F32 (OpenBLAS), the usual
+    # yardstick: our own F32 matvec is not the fastest F32 there is.
+    npms = {(r["n"], r["k"], r["threads"]): r["ms"] for r in numpy_rows}
+    for r in rows:
+        key = (r.get("n"), r.get("k"), r.get("threads"))
+        if r["op"] == "qmatmul" and r["m"] == 1 and key in npms:
+            r["ratio_vs_numpy"] = npms[key] / r["ms"]
     print("memory bandwidth (GB/s):")
     for (op, t), gbs in sorted(stream.items()):
         print(f"  {op:12s} threads={t}  {gbs:7.2f}")
     print(f"\n{'shape n x k':>13s} {'m':>4s} {'thr':>3s} {'format':>6s} "
           f"{'ms':>9s} {'GB/s':>7s} {'GFLOP/s':>8s} {'vs f32':>7s} "
-          f"{'of read bw':>10s}")
+          f"{'of read bw':>10s} {'vs numpy':>8s}")
     for r in sorted(rows + numpy_rows,
                     key=lambda r: (r.get("n", 0), r.get("k", 0),
                                    r.get("m", 0), r.get("threads", 0))):
@@ -101,9 +108,11 @@ def main():
         gflops = 2.0 * r["m"] * r["n"] * r["k"] / (r["ms"] / 1e3) / 1e9
         ratio = f"{r['ratio_vs_f32']:6.2f}x" if "ratio_vs_f32" in r else ""
         frac = f"{100 * r['bw_frac']:9.0f}%" if "bw_frac" in r else ""
+        vsnp = (f"{r['ratio_vs_numpy']:7.2f}x" if "ratio_vs_numpy" in r
+                else "")
         print(f"{r['n']:>6d}x{r['k']:<6d} {r['m']:>4d} {r['threads']:>3d} "
               f"{name:>6s} {r['ms']:9.3f} {r['weight_gbs']:7.2f} "
-              f"{gflops:8.1f} {ratio:>7s} {frac:>10s}")
+              f"{gflops:8.1f} {ratio:>7s} {frac:>10s} {vsnp:>8s}")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", "quant.json")
     with open(path, "w") as f:
