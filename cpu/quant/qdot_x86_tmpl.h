@@ -17,6 +17,8 @@
  * vpmaddwd, and their min / offset terms come from Q8_K's bsums.
  * Against tm__qdot_ref only F32 summation order differs (the integer
  * dot products are exact), within the bound test_quant_kernels.c states.
+ * A family may replace Q5_0's row kernel by defining QX_ROW_Q5_0
+ * (declared before this header, defined after it).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -364,7 +366,10 @@ QX_INLINE void qx_q6_k_n(const void *vw, const void *a, size_t as,
 QX_ROWS(qx_q8_0)
 QX_ROWS(qx_q4_0)
 QX_ROWS(qx_q4_1)
+#ifndef QX_ROW_Q5_0
 QX_ROWS(qx_q5_0)
+#define QX_ROW_Q5_0 qx_q5_0
+#endif
 QX_ROWS(qx_q5_1)
 QX_ROWS(qx_q4_k)
 QX_ROWS(qx_q5_k)
@@ -374,7 +379,7 @@ QX_ROWS(qx_q6_k)
 static const tm__qkern QX_TABLE = {
     .name = QX_NAME,
     .rows = {QX_SLOT(TM_Q8_0) = qx_q8_0, QX_SLOT(TM_Q4_0) = qx_q4_0,
-             QX_SLOT(TM_Q4_1) = qx_q4_1, QX_SLOT(TM_Q5_0) = qx_q5_0,
+             QX_SLOT(TM_Q4_1) = qx_q4_1, QX_SLOT(TM_Q5_0) = QX_ROW_Q5_0,
              QX_SLOT(TM_Q5_1) = qx_q5_1, QX_SLOT(TM_Q4_K) = qx_q4_k,
              QX_SLOT(TM_Q5_K) = qx_q5_k, QX_SLOT(TM_Q6_K) = qx_q6_k},
     .rows8 = {QX_SLOT(TM_Q8_0) = qx_q8_0_8, QX_SLOT(TM_Q4_0) = qx_q4_0_8,
