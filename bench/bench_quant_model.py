@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """The demo GPT quantized to every format: validation perplexity and its
-increase over F32, file size, generation tokens/s (acceptance 3 of the
-[quantize] issue).
+increase over F32, file size, generation tokens/s.
 
     .venv/bin/python bench/bench_quant_model.py [--run RUN_DIR] [--run256 RUN_DIR]
         [--threads 1 2] [--gen-tokens 128] [--quick]
