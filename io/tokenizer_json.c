@@ -268,6 +268,11 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
                      (long long)i, (long long)L.n - 1);
             goto done;
         }
+    if (defs.pad && defs.pad_id >= L.n) {
+        tm__errf(TM_EFORMAT, fn, "padding.pad_id: %lld is out of range [0, %lld)", (long long)defs.pad_id,
+                 (long long)L.n);
+        goto done;
+    }
     /* merges name model tokens by their strings */
     int64_t dup;
     for (int64_t i = 0; i < L.n; i++)
