@@ -35,26 +35,38 @@ class Encoding:
     (their tokenizer.json strings), `.attention_mask` (1 for real tokens, 0
     for padding) and `.type_ids`, as HF's Encoding."""
 
-    __slots__ = ("ids", "_tok", "attention_mask", "type_ids")
+    __slots__ = ("ids", "_tok", "_mask", "_types")
 
     def __init__(self, ids, tok, attention_mask=None, type_ids=None):
         self.ids = ids
         self._tok = tok
-        self.attention_mask = [1] * len(ids) if attention_mask is None else attention_mask
-        self.type_ids = [0] * len(ids) if type_ids is None else type_ids
+        self._mask = attention_mask   # None: all 1 (built when asked for)
+        self._types = type_ids        # None: all 0
+
+    @property
+    def attention_mask(self):
+        if self._mask is None:
+            self._mask = [1] * len(self.ids)
+        return self._mask
+
+    @property
+    def type_ids(self):
+        if self._types is None:
+            self._types = [0] * len(self.ids)
+        return self._types
 
     def _pad(self, length, pad_id, pad_type_id, left):
         n = length - len(self.ids)
         if n <= 0:
             return
         if left:
+            self._mask = [0] * n + self.attention_mask
+            self._types = [pad_type_id] * n + self.type_ids
             self.ids = [pad_id] * n + self.ids
-            self.attention_mask = [0] * n + self.attention_mask
-            self.type_ids = [pad_type_id] * n + self.type_ids
         else:
+            self._mask = self.attention_mask + [0] * n
+            self._types = self.type_ids + [pad_type_id] * n
             self.ids = self.ids + [pad_id] * n
-            self.attention_mask = self.attention_mask + [0] * n
-            self.type_ids = self.type_ids + [pad_type_id] * n
 
     @property
     def tokens(self):
