@@ -225,6 +225,11 @@ tm_status tm__bert_normalize(const tm__bertnorm *nm, const char *s, size_t n, ch
 
 bool tm__bert_pretok_next(const char *s, size_t n, size_t *pos, size_t *start, size_t *end)
 {
+    return tm__ws_pretok_next(s, n, true, pos, start, end);
+}
+
+bool tm__ws_pretok_next(const char *s, size_t n, bool punct, size_t *pos, size_t *start, size_t *end)
+{
     size_t i = *pos;
     uint32_t c;
     size_t m;
@@ -241,14 +246,14 @@ bool tm__bert_pretok_next(const char *s, size_t n, size_t *pos, size_t *start, s
     }
     *start = i;
     m = tm__utf8_next((const unsigned char *)s + i, n - i, &c);
-    if (c != 0xFFFFFFFFu && (bprops(c) & TM__B_PUNCT)) {
+    if (punct && c != 0xFFFFFFFFu && (bprops(c) & TM__B_PUNCT)) {
         *end = *pos = i + m;
         return true;
     }
     i += m;
     while (i < n) {
         m = tm__utf8_next((const unsigned char *)s + i, n - i, &c);
-        if (c != 0xFFFFFFFFu && ((tm__uprops(c) & TM__U_WS) || (bprops(c) & TM__B_PUNCT)))
+        if (c != 0xFFFFFFFFu && ((tm__uprops(c) & TM__U_WS) || (punct && (bprops(c) & TM__B_PUNCT))))
             break;
         i += m;
     }

@@ -316,9 +316,9 @@ static tm_status encode_segment(const tm_tokenizer *t, const char *s, size_t n, 
     tm_status st = TM_OK;
     if (n == 0)
         return TM_OK;
-    if (t->pretok.bert) {
+    if (t->pretok.bert || t->pretok.ws_split) {
         size_t pos = 0, a, b;
-        while (st == TM_OK && tm__bert_pretok_next(s, n, &pos, &a, &b))
+        while (st == TM_OK && tm__ws_pretok_next(s, n, t->pretok.bert, &pos, &a, &b))
             st = encode_cached(t, s + a, b - a, out);
         return st;
     }

@@ -71,6 +71,7 @@ typedef struct tm__pretok {
     bool add_prefix_space;    /* ByteLevel: a space before each segment that does not start with one */
     bool trim_offsets;        /* ByteLevel: offsets only; kept for saving */
     bool bert;                /* BertPreTokenizer: whitespace removed, punctuation isolated */
+    bool ws_split;            /* WhitespaceSplit: whitespace removed */
     bool present;             /* false: pre_tokenizer null */
 } tm__pretok;
 
@@ -100,6 +101,8 @@ tm_status tm__bert_normalize(const tm__bertnorm *nm, const char *s, size_t n, ch
  * [*start, *end); false when none is left.  Whitespace separates pieces
  * and is dropped; each punctuation character is a piece of its own. */
 bool tm__bert_pretok_next(const char *s, size_t n, size_t *pos, size_t *start, size_t *end);
+/* The same without the punctuation split (WhitespaceSplit) when !punct. */
+bool tm__ws_pretok_next(const char *s, size_t n, bool punct, size_t *pos, size_t *start, size_t *end);
 /* True for the code points HF's handle_chinese_chars pads. */
 bool tm__is_cjk(uint32_t cp);
 

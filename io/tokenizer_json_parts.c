@@ -152,9 +152,10 @@ tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p)
     tm_status st = type_of(j, tm__tj_idx(j, n), "pre_tokenizer", &ty);
     if (st < 0)
         return st;
-    if (!strcmp(ty, "BertPreTokenizer")) {
+    if (!strcmp(ty, "BertPreTokenizer") || !strcmp(ty, "WhitespaceSplit")) {
         static const char *const k[] = {"type", NULL};
-        p->bert = true;
+        p->bert = ty[0] == 'B';
+        p->ws_split = ty[0] == 'W';
         return tm__tj_only_keys(j, tm__tj_idx(j, n), "pre_tokenizer", k);
     }
     if (strcmp(ty, "Sequence") != 0)

@@ -117,8 +117,8 @@ static void put_bytelevel(wbuf *w, const tm__pretok *p, bool use_regex)
 
 static void put_pretok(wbuf *w, const tm__pretok *p)
 {
-    if (p->bert) {
-        puts_(w, "{\"type\":\"BertPreTokenizer\"}");
+    if (p->bert || p->ws_split) {
+        puts_(w, p->bert ? "{\"type\":\"BertPreTokenizer\"}" : "{\"type\":\"WhitespaceSplit\"}");
         return;
     }
     if (!p->present && !p->byte_level && !p->split_digits && p->regex == TM__RE_NONE) {
@@ -346,10 +346,10 @@ uint64_t tm_tokenizer_hash(const tm_tokenizer *t)
                   (uint64_t)p->add_prefix_space << 24);
     h_u64(&h, (uint64_t)t->ignore_merges | (uint64_t)t->byte_fallback << 8 | (uint64_t)t->fuse_unk << 16);
     h_u64(&h, (uint64_t)t->unk_id);
-    if (t->model == TM__MODEL_WORDPIECE || p->bert || t->norm.present) {
+    if (t->model == TM__MODEL_WORDPIECE || p->bert || p->ws_split || t->norm.present) {
         /* only for what BPE files lack, so their hashes stay as they were */
         const tm__bertnorm *nm = &t->norm;
-        h_u64(&h, (uint64_t)t->model | (uint64_t)p->bert << 8 | (uint64_t)nm->present << 16 |
+        h_u64(&h, (uint64_t)t->model | (uint64_t)p->bert << 8 | (uint64_t)p->ws_split << 9 | (uint64_t)nm->present << 16 |
                       (uint64_t)nm->clean_text << 17 | (uint64_t)nm->handle_chinese << 18 |
                       (uint64_t)nm->strip_accents << 19 | (uint64_t)nm->lowercase << 20);
         h_u64(&h, (uint64_t)t->wp_max_chars);

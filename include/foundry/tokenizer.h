@@ -33,7 +33,7 @@ typedef struct tm_tokenizer tm_tokenizer;
 /* Loads a HF tokenizer.json: model BPE or WordPiece.  Supported:
  * normalizer null or BertNormalizer (clean_text, handle_chinese_chars,
  * strip_accents true/false/null, lowercase); pre_tokenizer
- * BertPreTokenizer, ByteLevel (with or without the GPT-2 regex), Split
+ * BertPreTokenizer, WhitespaceSplit, ByteLevel (with or without the GPT-2 regex), Split
  * with the GPT-2 or Llama-3 pattern (behavior Isolated), Digits with
  * individual_digits true, and Sequences of the last three in that order;
  * decoder WordPiece (prefix, cleanup), ByteLevel, ByteFallback, Fuse or a

@@ -29,17 +29,19 @@
     "\"pair\":[],\"special_tokens\":{\"[CLS]\":{\"id\":\"[CLS]\",\"ids\":[2],\"tokens\":[\"[CLS]\"]},"     \
     "\"[SEP]\":{\"id\":\"[SEP]\",\"ids\":[3],\"tokens\":[\"[SEP]\"]}}}"
 
+static const char *pretok_type = "BertPreTokenizer";
+
 /* A tokenizer.json with the given normalizer, extra model keys and padding. */
 static tm_tokenizer *make(const char *norm, const char *model_extra, const char *padding)
 {
     char js[4096];
     snprintf(js, sizeof js,
              "{\"version\":\"1.0\",\"truncation\":null,\"padding\":%s,\"added_tokens\":" ADDED
-             ",\"normalizer\":%s,\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},\"post_processor\":" POST
+             ",\"normalizer\":%s,\"pre_tokenizer\":{\"type\":\"%s\"},\"post_processor\":" POST
              ",\"decoder\":{\"type\":\"WordPiece\",\"prefix\":\"##\",\"cleanup\":true},"
              "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"continuing_subword_prefix\":\"##\"%s,"
              "\"vocab\":{" VOCAB "}}}",
-             padding, norm, model_extra);
+             padding, norm, pretok_type, model_extra);
     return tm_tokenizer_from_json(js, strlen(js));
 }
 
@@ -111,6 +113,24 @@ TEST(wordpiece_normalizer_options)
     t = make("null", "", "null");
     REQUIRE(t);
     CHECK_IDS(t, "Hello hello", false, "1 7");
+    tm_tokenizer_free(t);
+}
+
+TEST(wordpiece_whitespace_split_keeps_punctuation_in_words)
+{
+    pretok_type = "WhitespaceSplit";
+    tm_tokenizer *t = make(BERT_NORM, "", "null");
+    pretok_type = "BertPreTokenizer";
+    REQUIRE(t);
+    CHECK_IDS(t, "hello, world\t\xe4\xb8\xad\xe6\x96\x87", false, "1 17 11 12");
+    char *js = tm_tokenizer_to_json(t, NULL);
+    REQUIRE(js);
+    CHECK(strstr(js, "\"WhitespaceSplit\"") != NULL);
+    tm_tokenizer *u = tm_tokenizer_from_json(js, strlen(js));
+    REQUIRE(u);
+    CHECK(tm_tokenizer_hash(u) == tm_tokenizer_hash(t));
+    free(js);
+    tm_tokenizer_free(u);
     tm_tokenizer_free(t);
 }
 

@@ -148,6 +148,29 @@ def test_random_strings_equal_hf(path):
         assert ours.decode(w.ids) == ref.decode(w.ids), repr(t)
 
 
+@pytest.mark.parametrize("change", ["whitespace_split", "no_strip", "strip_no_lower", "no_chinese"])
+def test_variants_equal_hf(path, change):
+    """The same vocabulary with the other pre-tokenizer and normalizer
+    settings, against HF given the same edited file."""
+    spec = json.loads(open(path).read())
+    if change == "whitespace_split":
+        spec["pre_tokenizer"] = {"type": "WhitespaceSplit"}
+    elif change == "no_strip":
+        spec["normalizer"]["strip_accents"] = False
+    elif change == "strip_no_lower":
+        spec["normalizer"].update(strip_accents=True, lowercase=False)
+    else:
+        spec["normalizer"]["handle_chinese_chars"] = False
+    text = json.dumps(spec)
+    ours, ref = Tokenizer.from_str(text), hf.Tokenizer.from_str(text)
+    for t in (ours, ref):
+        t.no_padding()
+        t.no_truncation()
+    texts = CORPUS + _random_texts(500, 99)
+    for t, g, w in zip(texts, ours.encode_batch(texts), ref.encode_batch(texts)):
+        assert g.ids == w.ids, repr(t)
+
+
 def test_truncation_counts_specials_and_batch_padding(path):
     ours, ref = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
     long = "word " * 400
