@@ -1,12 +1,14 @@
 /*
- * tokenizer_json.c — loading Hugging Face tokenizer.json (BPE models).
+ * tokenizer_json.c — loading Hugging Face tokenizer.json (BPE and WordPiece
+ * models).
  *
  * Strict: every key is known or refused, every value has the type HF
- * writes; what Foundry cannot reproduce exactly (normalizers, other
- * pre-tokenizers, regexes other than the GPT-2 and Llama-3 patterns,
- * lstrip/rstrip/single_word, dropout, subword prefixes) is
- * TM_EUNSUPPORTED naming the JSON path, never silently ignored.  The
- * sections other than the model are read in tokenizer_json_parts.c.
+ * writes; what Foundry cannot reproduce exactly (normalizers other than
+ * BertNormalizer, other pre-tokenizers, regexes other than the GPT-2 and
+ * Llama-3 patterns, lstrip/rstrip/single_word, dropout, BPE subword
+ * affixes) is TM_EUNSUPPORTED naming the JSON path, never silently
+ * ignored.  The sections other than the model are read in
+ * tokenizer_json_parts.c.
  */
 #include "tokenizer_impl.h"
 #include "json.h"
