@@ -3,7 +3,9 @@
  * (Python 3.11 unicodedata).  Do not edit.
  *
  * Properties: 1 = \p{L}, 2 = \p{N}, 4 = White_Space.  ASCII in a
- * direct table; the rest as sorted disjoint ranges.
+ * direct table; the rest as sorted disjoint ranges.  Then the BERT
+ * normalizer's and pre-tokenizer's tables, with the classes of HF's
+ * older-Unicode Rust crates where they differ (HF_* in the generator).
  */
 #include "tokenizer_impl.h"
 
