@@ -240,3 +240,19 @@ def test_malformed_wordpiece_is_a_clear_error(path):
     bad(lambda s: s["padding"].update(pad_id=10 ** 6), ValueError, "padding.pad_id")
     bad(lambda s: s["truncation"].update(strategy="Sideways"), ValueError, "truncation.strategy")
     bad(lambda s: s["decoder"].update(cleanup="yes"), ValueError, "decoder.cleanup")
+
+
+def test_every_code_point_equal_hf(path):
+    """Every code point (surrogates excepted) after a letter, in words of
+    their own: tells removal (controls, marks), punctuation splits,
+    whitespace, CJK padding and case mapping apart in the ids."""
+    ours, ref = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    for t in (ours, ref):
+        t.no_padding()
+        t.no_truncation()
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    texts = [" ".join("a" + chr(c) for c in cps[i:i + 256]) for i in range(0, len(cps), 256)]
+    for t, g, w in zip(texts, ours.encode_batch(texts), ref.encode_batch(texts)):
+        if g.ids != w.ids:
+            bad = next((k for k, (x, y) in enumerate(zip(g.ids, w.ids)) if x != y), min(len(g.ids), len(w.ids)))
+            raise AssertionError(f"chunk starting U+{ord(t[1]):04X} differs at id {bad}")
