@@ -1,6 +1,6 @@
 /*
- * tokenizer.h — byte-level BPE and char-level tokenizers, Hugging Face
- * tokenizer.json compatible.
+ * tokenizer.h — byte-level BPE, WordPiece (BERT) and char-level
+ * tokenizers, Hugging Face tokenizer.json compatible.
  *
  * A tokenizer maps bytes to token ids and back.  Encoding follows the
  * Hugging Face `tokenizers` pipeline for BPE models: added tokens are cut
@@ -9,7 +9,11 @@
  * splitting), and each piece is merged by BPE ranks.  Any bytes round-trip
  * exactly: bytes that are not valid UTF-8 are pre-tokenized as single
  * "other" characters, and byte-level and byte-fallback vocabularies cover
- * every byte.
+ * every byte.  WordPiece models (BERT) run HF's BertNormalizer on the text
+ * between non-normalized added tokens (cleanup, CJK spacing, accent
+ * stripping, lowercasing), split it on whitespace and punctuation, and
+ * match each word greedily longest-first against the vocabulary ("##"
+ * continuations; [UNK] for a word that does not match entirely).
  *
  * Errors: functions returning a pointer return NULL, functions returning a
  * status a negative tm_status; tm_last_error() names the function and the
