@@ -1,6 +1,7 @@
 /*
  * tokenizer_json_parts.c — the tokenizer.json loader's checked accessors
- * and the pre-tokenizer, decoder and post-processor sections.  The model,
+ * and the pre-tokenizer, decoder and post-processor sections (the
+ * normalizer, truncation and padding are in tokenizer_json_extra.c).  The model,
  * vocabulary and added tokens are in tokenizer_json.c.
  */
 #include "tokenizer_impl.h"
@@ -152,6 +153,12 @@ tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p)
     tm_status st = type_of(j, tm__tj_idx(j, n), "pre_tokenizer", &ty);
     if (st < 0)
         return st;
+    if (!strcmp(ty, "BertPreTokenizer") || !strcmp(ty, "WhitespaceSplit")) {
+        static const char *const k[] = {"type", NULL};
+        p->bert = ty[0] == 'B';
+        p->ws_split = ty[0] == 'W';
+        return tm__tj_only_keys(j, tm__tj_idx(j, n), "pre_tokenizer", k);
+    }
     if (strcmp(ty, "Sequence") != 0)
         return pretok_step(j, tm__tj_idx(j, n), "pre_tokenizer", p, &stage);
     static const char *const k[] = {"type", "pretokenizers", NULL};
@@ -171,8 +178,9 @@ tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p)
     return TM_OK;
 }
 
-tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec)
+tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, tm__tok_spec *sp)
 {
+    int *dec = &sp->decoder;
     *dec = 0;
     if (!n || n->type == TM__JSON_NULL)
         return tm__tj_bad(j, TM_EUNSUPPORTED, "decoder", "a null decoder (tokens joined by spaces) is not supported");
@@ -204,6 +212,19 @@ tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec)
                 (st = tm__tj_bool(j, c, "use_regex", path, 1, &b)) < 0)
                 return st;
             *dec |= TM__DEC_BYTELEVEL;
+        } else if (!strcmp(ty, "WordPiece") && count == 1 && c == list) {
+            static const char *const k[] = {"type", "prefix", "cleanup", NULL};
+            const tm__json_node *pre;
+            sp->dec_prefix = "##";
+            if ((st = tm__tj_only_keys(j, c, path, k)) < 0 ||
+                (st = tm__tj_bool(j, c, "cleanup", path, true, &sp->dec_cleanup)) < 0 ||
+                (st = tm__tj_member(j, c, "prefix", TM__JSON_STRING, false, path, &pre)) < 0)
+                return st;
+            if (pre && memchr(pre->str, 0, pre->len))
+                return tm__tj_bad(j, TM_EUNSUPPORTED, "decoder.prefix", "must not hold NUL");
+            if (pre)
+                sp->dec_prefix = pre->str;
+            *dec |= TM__DEC_WORDPIECE;
         } else if (!strcmp(ty, "ByteFallback") || !strcmp(ty, "Fuse")) {
             static const char *const k[] = {"type", NULL};
             if ((st = tm__tj_only_keys(j, c, path, k)) < 0)
@@ -328,4 +349,3 @@ tm_status tm__tj_post(const tm__jl *j, const tm__json_node *n, tm__tj_tmpl *t)
     }
     return TM_OK;
 }
-

@@ -1,4 +1,4 @@
-"""Byte-level BPE and char-level tokenizers with the Hugging Face
+"""Byte-level BPE, WordPiece and char-level tokenizers with the Hugging Face
 `tokenizers` shape, on Foundry's C tokenizer (include/foundry/tokenizer.h).
 
     tok = foundry.tokenizers.Tokenizer.from_file("tokenizer.json")
@@ -31,14 +31,42 @@ def _bytes(text):
 
 
 class Encoding:
-    """The result of Tokenizer.encode: `.ids` (list of int) and `.tokens`
-    (their tokenizer.json strings), as HF's Encoding."""
+    """The result of Tokenizer.encode: `.ids` (list of int), `.tokens`
+    (their tokenizer.json strings), `.attention_mask` (1 for real tokens, 0
+    for padding) and `.type_ids`, as HF's Encoding."""
 
-    __slots__ = ("ids", "_tok")
+    __slots__ = ("ids", "_tok", "_mask", "_types")
 
-    def __init__(self, ids, tok):
+    def __init__(self, ids, tok, attention_mask=None, type_ids=None):
         self.ids = ids
         self._tok = tok
+        self._mask = attention_mask   # None: all 1 (built when asked for)
+        self._types = type_ids        # None: all 0
+
+    @property
+    def attention_mask(self):
+        if self._mask is None:
+            self._mask = [1] * len(self.ids)
+        return self._mask
+
+    @property
+    def type_ids(self):
+        if self._types is None:
+            self._types = [0] * len(self.ids)
+        return self._types
+
+    def _pad(self, length, pad_id, pad_type_id, left):
+        n = length - len(self.ids)
+        if n <= 0:
+            return
+        if left:
+            self._mask = [0] * n + self.attention_mask
+            self._types = [pad_type_id] * n + self.type_ids
+            self.ids = [pad_id] * n + self.ids
+        else:
+            self._mask = self.attention_mask + [0] * n
+            self._types = self.type_ids + [pad_type_id] * n
+            self.ids = self.ids + [pad_id] * n
 
     @property
     def tokens(self):
@@ -59,6 +87,20 @@ class Tokenizer:
         if ptr == ffi.NULL:
             raise error()
         self._p = ffi.gc(ptr, lib.tm_tokenizer_free)
+        # the tokenizer.json's truncation and padding, applied as HF does on load
+        d = ffi.new("tm_tokenizer_json_defaults *")
+        if lib.tm_tokenizer_json_defaults_of(self._p, d) < 0:
+            raise error()
+        self._trunc = None
+        self._padding = None
+        if d.trunc_max_length > 0:
+            self._trunc = {"max_length": d.trunc_max_length, "stride": d.trunc_stride,
+                           "strategy": "longest_first", "direction": "left" if d.trunc_left else "right"}
+        if d.pad:
+            self._padding = {"length": d.pad_length or None,
+                             "pad_to_multiple_of": d.pad_multiple or None, "pad_id": d.pad_id,
+                             "pad_token": self.id_to_token(d.pad_id), "pad_type_id": d.pad_type_id,
+                             "direction": "left" if d.pad_left else "right"}
 
     # ---------------------------------------------------------- creation
     @classmethod
@@ -85,20 +127,92 @@ class Tokenizer:
     def _encode_ids(self, text, add_special_tokens):
         b = _bytes(text)
         buf = ffi.new("tm_token_buf *")
+        opts = ffi.new("tm_encode_opts *")
+        opts.add_special_tokens = bool(add_special_tokens)
+        if self._trunc is not None:
+            if self._trunc["direction"] != "right":
+                raise NotImplementedError("truncation direction 'left' is not supported")
+            opts.max_length = self._trunc["max_length"]
         try:
-            if lib.tm_tokenizer_encode_ex(self._p, b, len(b), bool(add_special_tokens), buf) < 0:
+            if lib.tm_tokenizer_encode_opts(self._p, b, len(b), opts, buf) < 0:
                 raise error()
             return list(ffi.unpack(buf.ids, buf.n)) if buf.n else []
         finally:
             lib.tm_token_buf_free(buf)
 
+    def _pad_all(self, encs):
+        p = self._padding
+        if p is None or not encs:
+            return encs
+        length = p["length"] if p["length"] is not None else max(len(e.ids) for e in encs)
+        m = p["pad_to_multiple_of"]
+        if m:
+            length = (length + m - 1) // m * m
+        for e in encs:
+            e._pad(length, p["pad_id"], p["pad_type_id"], p["direction"] == "left")
+        return encs
+
     def encode(self, sequence, add_special_tokens=True):
         """Encoding of sequence (str or bytes).  add_special_tokens applies
-        the post-processor's template (e.g. BOS), as HF does by default."""
-        return Encoding(self._encode_ids(sequence, add_special_tokens), self)
+        the post-processor's template (e.g. [CLS] ... [SEP]), as HF does by
+        default; truncation and padding as enabled (by default as the
+        tokenizer.json says)."""
+        return self._pad_all([Encoding(self._encode_ids(sequence, add_special_tokens), self)])[0]
 
     def encode_batch(self, inputs, add_special_tokens=True):
-        return [self.encode(s, add_special_tokens) for s in inputs]
+        """Encodings of inputs, padded together (to the longest, or to the
+        padding length) when padding is enabled."""
+        return self._pad_all([Encoding(self._encode_ids(s, add_special_tokens), self) for s in inputs])
+
+    # ------------------------------------------------ truncation, padding
+    def enable_truncation(self, max_length, stride=0, strategy="longest_first", direction="right"):
+        """Cut encodings to max_length ids, counting the special tokens the
+        template adds (HF's semantics for one sequence)."""
+        if int(max_length) <= 0:
+            raise ValueError(f"enable_truncation: max_length must be positive, not {max_length}")
+        if direction != "right":
+            raise NotImplementedError("truncation direction 'left' is not supported")
+        if strategy not in ("longest_first", "only_first", "only_second"):
+            raise ValueError(f"enable_truncation: unknown strategy {strategy!r}")
+        self._trunc = {"max_length": int(max_length), "stride": int(stride), "strategy": strategy,
+                       "direction": direction}
+
+    def no_truncation(self):
+        self._trunc = None
+
+    @property
+    def truncation(self):
+        return None if self._trunc is None else dict(self._trunc)
+
+    def enable_padding(self, direction="right", pad_id=0, pad_type_id=0, pad_token="[PAD]", length=None,
+                       pad_to_multiple_of=None):
+        """Pad encode_batch's encodings to the longest of the batch (or to
+        length), with attention_mask 0 on the padding."""
+        if direction not in ("left", "right"):
+            raise ValueError(f"enable_padding: direction must be 'left' or 'right', not {direction!r}")
+        if not 0 <= int(pad_id) < self.get_vocab_size():
+            raise ValueError(f"enable_padding: pad_id {pad_id} is out of range")
+        self._padding = {"length": None if length is None else int(length),
+                         "pad_to_multiple_of": pad_to_multiple_of, "pad_id": int(pad_id),
+                         "pad_token": pad_token, "pad_type_id": int(pad_type_id), "direction": direction}
+
+    def no_padding(self):
+        self._padding = None
+
+    @property
+    def padding(self):
+        return None if self._padding is None else dict(self._padding)
+
+    @property
+    def pad_id(self):
+        """tm_tokenizer_pad_id: padding.pad_id, or the id of [PAD] / <pad>."""
+        i = lib.tm_tokenizer_pad_id(self._p)
+        return None if i < 0 else i
+
+    def num_special_tokens_to_add(self, is_pair=False):
+        if is_pair:
+            raise NotImplementedError("pair templates are not supported")
+        return lib.tm_tokenizer_num_special_to_add(self._p)
 
     def decode_bytes(self, ids, skip_special_tokens=True):
         """The exact bytes of ids."""
