@@ -103,7 +103,7 @@ static bool write_model(const char *dir, const char *cfg, const char *skip,
             t = c;
             ok = ok && t;
         }
-        snprintf(names[m], sizeof names[m], "%.16s%s", prefix, s[k].name);
+        snprintf(names[m], sizeof names[m], "%.16s%.96s", prefix, s[k].name);
         np[m] = names[m];
         ts[m++] = t;
     }
