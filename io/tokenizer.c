@@ -162,6 +162,7 @@ void tm_tokenizer_free(tm_tokenizer *t)
     free(t->by_str.slot), free(t->by_raw.slot);
     free(t->merges), free(t->merge_new), free(t->mkey), free(t->mrank);
     free(t->added), free(t->post_json), free(t->tmpl_pre), free(t->tmpl_post);
+    free(t->wp_prefix), free(t->dec_prefix), free(t->extra.trunc_json), free(t->extra.pad_json);
     free(t->cache), free(t->ckeys), free(t->cids);
     pthread_mutex_destroy(&t->lock);
     free(t);
@@ -317,8 +318,24 @@ tm_tokenizer *tm__tokenizer_build(const tm__tok_spec *sp, const char *fn)
     t->fuse_unk = sp->fuse_unk, t->unk_id = sp->unk_id;
     t->decoder = sp->decoder ? sp->decoder
                              : sp->pretok.byte_level ? TM__DEC_BYTELEVEL : TM__DEC_BYTEFALLBACK | TM__DEC_FUSE;
+    t->model = sp->model;
+    t->norm = sp->norm;
+    t->wp_max_chars = sp->wp_max_chars;
+    t->dec_cleanup = sp->dec_cleanup;
+    t->defaults.pad_id = -1;
+    if (sp->model == TM__MODEL_WORDPIECE || (t->decoder & TM__DEC_WORDPIECE)) {
+        const char *wp = sp->wp_prefix ? sp->wp_prefix : "##", *dp = sp->dec_prefix ? sp->dec_prefix : "##";
+        t->wp_prefix_len = strlen(wp), t->dec_prefix_len = strlen(dp);
+        if (!(t->wp_prefix = dupmem(wp, t->wp_prefix_len)) || !(t->dec_prefix = dupmem(dp, t->dec_prefix_len))) {
+            tm__errf(TM_ENOMEM, fn, "out of memory");
+            goto fail;
+        }
+    }
     if (build_strings(t, sp, fn) < 0)
         goto fail;
+    for (int64_t i = 0; i < t->n; i++)
+        if ((t->kind[i] & TM__TOK_MODEL) && t->str_len[i] > t->wp_longest)
+            t->wp_longest = t->str_len[i];
     if (tm__idmap_build(&t->by_str, t->str, t->str_len, t->n, &dup, fn) < 0)
         goto fail;
     if (dup >= 0) {
@@ -541,6 +558,8 @@ char *tm_tokenizer_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, 
         }
         total += t->dec_len[ids[i]];
     }
+    if (t->decoder & TM__DEC_WORDPIECE)
+        return tm__wordpiece_decode(t, ids, n, skip_special, len);
     char *out = malloc(total + 1), *p = out;
     if (!out) {
         TM_ERR(TM_ENOMEM, "out of memory (%zu bytes)", total + 1);
@@ -557,6 +576,24 @@ char *tm_tokenizer_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, 
     if (len)
         *len = (size_t)(p - out);
     return out;
+}
+
+int64_t tm_tokenizer_pad_id(const tm_tokenizer *t)
+{
+    static const char *const names[] = {"[PAD]", "<pad>", "<|padding|>"};
+    if (!t)
+        return -1;
+    if (t->defaults.pad && t->defaults.pad_id >= 0)
+        return t->defaults.pad_id;
+    return first_of(t, names, 3);
+}
+
+tm_status tm_tokenizer_json_defaults_of(const tm_tokenizer *t, tm_tokenizer_json_defaults *out)
+{
+    if (!t || !out)
+        return TM_ERR(TM_EINVAL, "tokenizer or out is NULL");
+    *out = t->defaults;
+    return TM_OK;
 }
 
 void tm_token_buf_free(tm_token_buf *b)

@@ -28,7 +28,7 @@ static inline int32_t merge_rank(const tm_tokenizer *t, int32_t a, int32_t b)
     }
 }
 
-static tm_status push(tm_token_buf *out, int32_t id)
+tm_status tm__tok_push(tm_token_buf *out, int32_t id)
 {
     if (out->n == out->cap) {
         int64_t cap = out->cap ? out->cap * 2 : 256;
@@ -40,6 +40,8 @@ static tm_status push(tm_token_buf *out, int32_t id)
     out->ids[out->n++] = id;
     return TM_OK;
 }
+
+static tm_status push(tm_token_buf *out, int32_t id) { return tm__tok_push(out, id); }
 
 typedef struct sym { int32_t id, prev, next; } sym;
 typedef struct hent { int32_t rank, pos; } hent;
@@ -200,6 +202,8 @@ static tm_status units(const tm_tokenizer *t, const char *p, size_t n, tm_token_
 /* Encodes one pre-token, uncached. */
 static tm_status encode_piece(const tm_tokenizer *t, const char *p, size_t n, tm_token_buf *out)
 {
+    if (t->model == TM__MODEL_WORDPIECE)
+        return tm__wordpiece_piece(t, p, n, out);
     if (t->ignore_merges) {
         int32_t id = tm__idmap_get(&t->by_raw, p, n);
         if (id >= 0)
@@ -312,6 +316,12 @@ static tm_status encode_segment(const tm_tokenizer *t, const char *s, size_t n, 
     tm_status st = TM_OK;
     if (n == 0)
         return TM_OK;
+    if (t->pretok.bert) {
+        size_t pos = 0, a, b;
+        while (st == TM_OK && tm__bert_pretok_next(s, n, &pos, &a, &b))
+            st = encode_cached(t, s + a, b - a, out);
+        return st;
+    }
     if (t->pretok.byte_level && t->pretok.add_prefix_space && s[0] != ' ') {
         if (!(tmp = malloc(n + 1)))
             return TM_ERR(TM_ENOMEM, "out of memory (%zu bytes)", n + 1);
@@ -353,6 +363,24 @@ static size_t find_added(const tm_tokenizer *t, const char *s, size_t n, size_t 
     return n;
 }
 
+static tm_status encode_added(const tm_tokenizer *t, const char *s, size_t n, bool normalized, tm_token_buf *out);
+
+/* A segment between non-normalized added tokens: normalized (when the
+ * tokenizer has a normalizer), then split on the normalized ones. */
+static tm_status encode_normalized(const tm_tokenizer *t, const char *s, size_t n, tm_token_buf *out)
+{
+    if (!t->norm.present || n == 0)
+        return encode_added(t, s, n, true, out);
+    char *ns;
+    size_t nn;
+    tm_status st = tm__bert_normalize(&t->norm, s, n, &ns, &nn);
+    if (st < 0)
+        return st;
+    st = encode_added(t, ns, nn, true, out);
+    free(ns);
+    return st;
+}
+
 /* HF splits on the non-normalized added tokens first, then on the
  * normalized ones in what is left. */
 static tm_status encode_added(const tm_tokenizer *t, const char *s, size_t n, bool normalized, tm_token_buf *out)
@@ -362,7 +390,7 @@ static tm_status encode_added(const tm_tokenizer *t, const char *s, size_t n, bo
     while (pos < n && st == TM_OK) {
         int32_t id = -1;
         size_t mlen = 0, m = t->n_added ? find_added(t, s, n, pos, normalized, &id, &mlen) : n;
-        st = normalized ? encode_segment(t, s + pos, m - pos, out) : encode_added(t, s + pos, m - pos, true, out);
+        st = normalized ? encode_segment(t, s + pos, m - pos, out) : encode_normalized(t, s + pos, m - pos, out);
         if (st == TM_OK && m < n)
             st = push(out, id);
         pos = m + mlen;
@@ -392,4 +420,36 @@ tm_status tm_tokenizer_encode_ex(const tm_tokenizer *t, const char *text, size_t
 tm_status tm_tokenizer_encode(const tm_tokenizer *t, const char *text, size_t len, tm_token_buf *out)
 {
     return tm_tokenizer_encode_ex(t, text, len, false, out);
+}
+
+tm_status tm_tokenizer_encode_opts(const tm_tokenizer *t, const char *text, size_t len, const tm_encode_opts *o,
+                                   tm_token_buf *out)
+{
+    if (!t || (!text && len) || !out || !o)
+        return TM_ERR(TM_EINVAL, "bad arguments (tokenizer %p, text %p, opts %p, out %p)", (const void *)t,
+                      (const void *)text, (const void *)o, (void *)out);
+    int64_t nsp = o->add_special_tokens ? t->n_pre + t->n_post : 0;
+    if (o->max_length < 0 || (o->max_length > 0 && o->max_length < nsp))
+        return TM_ERR(TM_EINVAL, "max_length %lld is below the %lld special tokens the template adds",
+                      (long long)o->max_length, (long long)nsp);
+    int64_t n0 = out->n;
+    tm_status st = TM_OK;
+    for (int i = 0; o->add_special_tokens && i < t->n_pre && st == TM_OK; i++)
+        st = push(out, t->tmpl_pre[i]);
+    int64_t body = out->n;
+    if (st == TM_OK)
+        st = encode_added(t, text, len, false, out);
+    /* truncation counts the template's ids, as HF's post_process does */
+    if (st == TM_OK && o->max_length > 0 && out->n - body > o->max_length - nsp)
+        out->n = body + (o->max_length - nsp);
+    for (int i = 0; o->add_special_tokens && i < t->n_post && st == TM_OK; i++)
+        st = push(out, t->tmpl_post[i]);
+    if (st < 0)
+        out->n = n0;
+    return st;
+}
+
+int64_t tm_tokenizer_num_special_to_add(const tm_tokenizer *t)
+{
+    return t ? t->n_pre + t->n_post : 0;
 }

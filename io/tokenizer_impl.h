@@ -28,6 +28,20 @@ int tm__uprops(uint32_t cp);
  * character of length 1 with code point 0xFFFFFFFF (no properties). */
 size_t tm__utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
 
+/* BERT classes (io/unicode_tables.c) as HF's BertNormalizer and
+ * BertPreTokenizer see them. */
+enum { TM__B_CTRL = 1, TM__B_PUNCT = 2, TM__B_MN = 4 };
+extern const unsigned char tm__bprops_ascii[128];
+extern const uint32_t tm__bprops_ranges[][3];
+extern const size_t tm__bprops_ranges_n;
+extern const uint32_t tm__lower_tab[][3];
+extern const size_t tm__lower_tab_n;
+extern const uint32_t tm__nfd_tab[][2];
+extern const size_t tm__nfd_tab_n;
+extern const uint32_t tm__nfd_pool[];
+extern const uint32_t tm__ccc_ranges[][3];
+extern const size_t tm__ccc_ranges_n;
+
 /* GPT-2's bytes_to_unicode: byte b is written as the code point
  * tm__byte_char[b] in byte-level token strings. */
 extern const uint16_t tm__byte_char[256];
@@ -56,6 +70,7 @@ typedef struct tm__pretok {
     bool regex_in_split;      /* Split(Regex) rather than ByteLevel(use_regex) */
     bool add_prefix_space;    /* ByteLevel: a space before each segment that does not start with one */
     bool trim_offsets;        /* ByteLevel: offsets only; kept for saving */
+    bool bert;                /* BertPreTokenizer: whitespace removed, punctuation isolated */
     bool present;             /* false: pre_tokenizer null */
 } tm__pretok;
 
@@ -66,10 +81,39 @@ typedef struct tm__pretok {
  * apply add_prefix_space (callers prepend the space to a segment). */
 size_t tm__pretok_next(const tm__pretok *p, const char *s, size_t len, size_t pos);
 
+/* ------------------------------------------------------------- BERT */
+
+/* BertNormalizer (io/tokenizer_bert.c), steps in HF's order: clean_text
+ * (drop NUL, U+FFFD and control characters; whitespace becomes ' '),
+ * handle_chinese_chars (spaces around CJK ideographs), strip_accents (NFD,
+ * then drop nonspacing marks), lowercase (full per-character mapping). */
+typedef struct tm__bertnorm {
+    bool present;             /* false: normalizer null */
+    bool clean_text, handle_chinese, strip_accents, lowercase;
+    int8_t strip_json;        /* strip_accents as written: -1 null (follows lowercase), 0, 1 */
+} tm__bertnorm;
+
+/* The normalized text of s[n] in *out (malloc'd, NUL-terminated, *out_len
+ * bytes).  Bytes that are not valid UTF-8 pass through unchanged. */
+tm_status tm__bert_normalize(const tm__bertnorm *nm, const char *s, size_t n, char **out, size_t *out_len);
+/* BertPreTokenizer: the next piece of s[0..n) at or after *pos in
+ * [*start, *end); false when none is left.  Whitespace separates pieces
+ * and is dropped; each punctuation character is a piece of its own. */
+bool tm__bert_pretok_next(const char *s, size_t n, size_t *pos, size_t *start, size_t *end);
+/* True for the code points HF's handle_chinese_chars pads. */
+bool tm__is_cjk(uint32_t cp);
+
 /* ------------------------------------------------------------ building */
 
 enum { TM__TOK_MODEL = 1, TM__TOK_ADDED = 2, TM__TOK_SPECIAL = 4, TM__TOK_NORMALIZED = 8 };
-enum { TM__DEC_BYTELEVEL = 1, TM__DEC_BYTEFALLBACK = 2, TM__DEC_FUSE = 4 };
+enum { TM__DEC_BYTELEVEL = 1, TM__DEC_BYTEFALLBACK = 2, TM__DEC_FUSE = 4, TM__DEC_WORDPIECE = 8 };
+enum { TM__MODEL_BPE = 0, TM__MODEL_WORDPIECE = 1 };
+
+/* The tokenizer.json truncation and padding blocks: kept verbatim for
+ * saving, their fields for callers that apply them as HF does on load. */
+typedef struct tm__tj_extra {
+    char *trunc_json, *pad_json;   /* compact JSON, or NULL (null) */
+} tm__tj_extra;
 
 /* What a tokenizer is built from (R's trainer, the char-level constructor,
  * the tokenizer.json loader).  Ids are 0..n_tokens-1.  Each token is given
@@ -93,6 +137,12 @@ typedef struct tm__tok_spec {
     int64_t unk_id;             /* -1: none */
     bool fuse_unk;
     int decoder;                /* TM__DEC_* bits; 0: ByteLevel when pretok.byte_level, else ByteFallback+Fuse */
+    int model;                  /* TM__MODEL_* */
+    const char *wp_prefix;      /* WordPiece continuing_subword_prefix ("##"), NUL-terminated */
+    int64_t wp_max_chars;       /* WordPiece max_input_chars_per_word */
+    const char *dec_prefix;     /* WordPiece decoder prefix, NUL-terminated */
+    bool dec_cleanup;           /* WordPiece decoder cleanup */
+    tm__bertnorm norm;
 } tm__tok_spec;
 
 /* Builds a tokenizer (no post-processor template).  NULL with an error
@@ -140,6 +190,15 @@ struct tm_tokenizer {
     int32_t *added; int n_added;    /* added token ids, by id */
     bool added_first[256];          /* bytes that start an added token */
     char *post_json;                /* post_processor, compact JSON, or NULL */
+    int model;                      /* TM__MODEL_* */
+    char *wp_prefix; size_t wp_prefix_len;  /* WordPiece continuation prefix */
+    int64_t wp_max_chars;
+    size_t wp_longest;              /* longest model token, bytes */
+    char *dec_prefix; size_t dec_prefix_len; bool dec_cleanup;
+    tm__bertnorm norm;
+    tm__tj_extra extra;
+    /* truncation / padding as the tokenizer.json's blocks say */
+    tm_tokenizer_json_defaults defaults;
     int32_t *tmpl_pre, *tmpl_post; int n_pre, n_post;
     pthread_mutex_t lock;           /* guards the cache */
     tm__cache_ent *cache; uint64_t cmask; size_t cused;
@@ -165,7 +224,21 @@ tm_status tm__tj_member(const tm__jl *j, size_t o, const char *key, tm__json_typ
                         const char *path, const tm__json_node **out);
 tm_status tm__tj_bool(const tm__jl *j, size_t o, const char *key, const char *path, bool dflt, bool *v);
 tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p);
-tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec);
+tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, tm__tok_spec *sp);
+tm_status tm__tj_normalizer(const tm__jl *j, const tm__json_node *n, tm__bertnorm *nm);
+/* The truncation and padding blocks into *d (fields) and *x (text). */
+tm_status tm__tj_trunc_pad(const tm__jl *j, tm_tokenizer_json_defaults *d, tm__tj_extra *x);
+
+/* ------------------------------------------------------------ WordPiece */
+
+/* Appends the WordPiece ids of one pre-token piece p[n]: greedy
+ * longest-match-first, continuation pieces with the prefix; a piece with
+ * more than max_input_chars_per_word characters, or one some part of which
+ * matches nothing, is the unk token alone. */
+tm_status tm__wordpiece_piece(const tm_tokenizer *t, const char *p, size_t n, tm_token_buf *out);
+/* The WordPiece decoder over ids (checked in range by the caller). */
+char *tm__wordpiece_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, size_t *len);
+tm_status tm__tok_push(tm_token_buf *out, int32_t id);
 tm_status tm__tj_post(const tm__jl *j, const tm__json_node *n, tm__tj_tmpl *t);
 
 #endif

@@ -79,6 +79,39 @@ static tm_status parse_merges(const tm__jl *j, const tm__json_node *m, loadst *L
     return TM_OK;
 }
 
+/* model.type "WordPiece": HF's defaults for absent keys ("[UNK]", "##", 100). */
+static tm_status parse_wordpiece(const tm__jl *j, size_t o, tm__tok_spec *sp, const tm__json_node **vocab,
+                                 const tm__json_node **unk)
+{
+    static const char *const k[] = {"type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word",
+                                    "vocab", NULL};
+    const tm__json_node *n;
+    tm_status st;
+    sp->model = TM__MODEL_WORDPIECE;
+    sp->wp_prefix = "##";
+    sp->wp_max_chars = 100;
+    if ((st = tm__tj_only_keys(j, o, "model", k)) < 0 ||
+        (st = tm__tj_member(j, o, "unk_token", TM__JSON_STRING, false, "model", unk)) < 0 ||
+        (st = tm__tj_member(j, o, "continuing_subword_prefix", TM__JSON_STRING, false, "model", &n)) < 0)
+        return st;
+    if (n)
+        sp->wp_prefix = n->str;
+    if (n && (memchr(n->str, 0, n->len) || n->len == 0))
+        return tm__tj_bad(j, TM_EUNSUPPORTED, "model.continuing_subword_prefix", "must be non-empty without NUL");
+    if ((st = tm__tj_member(j, o, "max_input_chars_per_word", TM__JSON_INT, false, "model", &n)) < 0)
+        return st;
+    if (n) {
+        if (n->i < 0)
+            return tm__tj_bad(j, TM_EFORMAT, "model.max_input_chars_per_word", "must not be negative");
+        sp->wp_max_chars = n->i;
+    }
+    if ((st = tm__tj_member(j, o, "vocab", TM__JSON_OBJECT, false, "model", vocab)) < 0)
+        return st;
+    if (!*vocab)
+        return tm__tj_bad(j, TM_EFORMAT, "model", "needs \"vocab\"");
+    return TM_OK;
+}
+
 static tm_status parse_model(const tm__jl *j, size_t o, tm__tok_spec *sp, const tm__json_node **vocab,
                              const tm__json_node **merges, const tm__json_node **unk)
 {
@@ -89,10 +122,15 @@ static tm_status parse_model(const tm__jl *j, size_t o, tm__tok_spec *sp, const 
     tm_status st;
     if (tm__tj_node(j, o)->type != TM__JSON_OBJECT)
         return tm__tj_bad(j, TM_EFORMAT, "model", "expected an object");
-    if ((st = tm__tj_only_keys(j, o, "model", k)) < 0 || (st = tm__tj_member(j, o, "type", TM__JSON_STRING, false, "model", &ty)) < 0)
+    if ((st = tm__tj_member(j, o, "type", TM__JSON_STRING, false, "model", &ty)) < 0)
         return st;
+    if (ty && !strcmp(ty->str, "WordPiece"))
+        return parse_wordpiece(j, o, sp, vocab, unk);
     if (ty && strcmp(ty->str, "BPE") != 0)
-        return tm__errf(TM_EUNSUPPORTED, j->fn, "model.type: model \"%s\" is not supported (only BPE)", ty->str);
+        return tm__errf(TM_EUNSUPPORTED, j->fn, "model.type: model \"%s\" is not supported (only BPE and WordPiece)",
+                        ty->str);
+    if ((st = tm__tj_only_keys(j, o, "model", k)) < 0)
+        return st;
     if ((st = tm__tj_member(j, o, "dropout", TM__JSON_FLOAT, true, "model", &n)) < 0)
         return st;
     if (n)
@@ -123,6 +161,8 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
     loadst L = {0};
     tm__tj_tmpl T = {0};
     tm__idmap map = {0};
+    tm_tokenizer_json_defaults defs = {0};
+    tm__tj_extra extra = {0};
     tm_tokenizer *t = NULL;
     const tm__json_node *n, *vocab = NULL, *merges = NULL, *unk = NULL, *added = NULL;
     static const char *const rk[] = {"version", "truncation", "padding", "added_tokens", "normalizer",
@@ -133,19 +173,15 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
     }
     if (tm__tj_only_keys(j, 0, "(root)", rk) < 0)
         goto done;
-    static const char *const nulls[] = {"truncation", "padding", "normalizer"};
-    for (int i = 0; i < 3; i++)
-        if ((n = tm__json_get(d, 0, nulls[i])) && n->type != TM__JSON_NULL) {
-            tm__errf(TM_EUNSUPPORTED, fn, "%s: only null is supported", nulls[i]);
-            goto done;
-        }
     if (!(n = tm__json_get(d, 0, "model"))) {
         tm__tj_bad(j, TM_EFORMAT, "model", "missing");
         goto done;
     }
     if (parse_model(j, tm__tj_idx(j, n), &sp, &vocab, &merges, &unk) < 0 ||
+        tm__tj_normalizer(j, tm__json_get(d, 0, "normalizer"), &sp.norm) < 0 ||
         tm__tj_pretok(j, tm__json_get(d, 0, "pre_tokenizer"), &sp.pretok) < 0 ||
-        tm__tj_decoder(j, tm__json_get(d, 0, "decoder"), &sp.decoder) < 0 ||
+        tm__tj_decoder(j, tm__json_get(d, 0, "decoder"), &sp) < 0 ||
+        tm__tj_trunc_pad(j, &defs, &extra) < 0 ||
         tm__tj_post(j, tm__json_get(d, 0, "post_processor"), &T) < 0 ||
         tm__tj_member(j, 0, "added_tokens", TM__JSON_ARRAY, false, "(root)", &added) < 0)
         goto done;
@@ -240,7 +276,7 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
     tm_status mst = tm__idmap_build(&map, L.strs, L.lens, L.n, &dup, fn);
     if (mst < 0)
         goto done;
-    if (parse_merges(j, merges, &L, &map) < 0)
+    if (merges && parse_merges(j, merges, &L, &map) < 0)
         goto done;
     /* restore the added-only strings cleared for the merge map */
     ca = added ? tm__tj_idx(j, added) + 1 : 0;
@@ -250,6 +286,10 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
             L.strs[id->i] = (char *)content->str;
     }
     sp.unk_id = -1;
+    if (sp.model == TM__MODEL_WORDPIECE && !unk) {
+        static const tm__json_node dflt = {.type = TM__JSON_STRING, .str = "[UNK]", .len = 5};
+        unk = &dflt;
+    }
     if (unk) {
         sp.unk_id = tm__idmap_get(&map, unk->str, unk->len);
         if (sp.unk_id < 0) {
@@ -274,6 +314,8 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
         goto done;
     t->tmpl_pre = T.pre, t->n_pre = T.n_pre, t->tmpl_post = T.post, t->n_post = T.n_post;
     T.pre = T.post = NULL;
+    t->extra = extra, t->defaults = defs;
+    extra.trunc_json = extra.pad_json = NULL;
     n = tm__json_get(d, 0, "post_processor");
     if (n && n->type != TM__JSON_NULL && !(t->post_json = tm__json_compact(d, tm__tj_idx(j, n)))) {
         tm__errf(TM_ENOMEM, fn, "out of memory");
@@ -283,6 +325,7 @@ static tm_tokenizer *load_doc(const tm__json_doc *d, const char *fn)
 done:
     free(L.strs), free(L.lens), free(L.kind), free(L.merges), free(map.slot);
     free(T.pre), free(T.post);
+    free(extra.trunc_json), free(extra.pad_json);
     return t;
 }
 

@@ -152,6 +152,11 @@ tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p)
     tm_status st = type_of(j, tm__tj_idx(j, n), "pre_tokenizer", &ty);
     if (st < 0)
         return st;
+    if (!strcmp(ty, "BertPreTokenizer")) {
+        static const char *const k[] = {"type", NULL};
+        p->bert = true;
+        return tm__tj_only_keys(j, tm__tj_idx(j, n), "pre_tokenizer", k);
+    }
     if (strcmp(ty, "Sequence") != 0)
         return pretok_step(j, tm__tj_idx(j, n), "pre_tokenizer", p, &stage);
     static const char *const k[] = {"type", "pretokenizers", NULL};
@@ -171,8 +176,9 @@ tm_status tm__tj_pretok(const tm__jl *j, const tm__json_node *n, tm__pretok *p)
     return TM_OK;
 }
 
-tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec)
+tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, tm__tok_spec *sp)
 {
+    int *dec = &sp->decoder;
     *dec = 0;
     if (!n || n->type == TM__JSON_NULL)
         return tm__tj_bad(j, TM_EUNSUPPORTED, "decoder", "a null decoder (tokens joined by spaces) is not supported");
@@ -204,6 +210,19 @@ tm_status tm__tj_decoder(const tm__jl *j, const tm__json_node *n, int *dec)
                 (st = tm__tj_bool(j, c, "use_regex", path, 1, &b)) < 0)
                 return st;
             *dec |= TM__DEC_BYTELEVEL;
+        } else if (!strcmp(ty, "WordPiece") && count == 1 && c == list) {
+            static const char *const k[] = {"type", "prefix", "cleanup", NULL};
+            const tm__json_node *pre;
+            sp->dec_prefix = "##";
+            if ((st = tm__tj_only_keys(j, c, path, k)) < 0 ||
+                (st = tm__tj_bool(j, c, "cleanup", path, true, &sp->dec_cleanup)) < 0 ||
+                (st = tm__tj_member(j, c, "prefix", TM__JSON_STRING, false, path, &pre)) < 0)
+                return st;
+            if (pre && memchr(pre->str, 0, pre->len))
+                return tm__tj_bad(j, TM_EUNSUPPORTED, "decoder.prefix", "must not hold NUL");
+            if (pre)
+                sp->dec_prefix = pre->str;
+            *dec |= TM__DEC_WORDPIECE;
         } else if (!strcmp(ty, "ByteFallback") || !strcmp(ty, "Fuse")) {
             static const char *const k[] = {"type", NULL};
             if ((st = tm__tj_only_keys(j, c, path, k)) < 0)
@@ -329,3 +348,118 @@ tm_status tm__tj_post(const tm__jl *j, const tm__json_node *n, tm__tj_tmpl *t)
     return TM_OK;
 }
 
+
+tm_status tm__tj_normalizer(const tm__jl *j, const tm__json_node *n, tm__bertnorm *nm)
+{
+    memset(nm, 0, sizeof *nm);
+    nm->strip_json = -1;
+    if (!n || n->type == TM__JSON_NULL)
+        return TM_OK;
+    const char *ty;
+    size_t o = tm__tj_idx(j, n);
+    tm_status st = type_of(j, o, "normalizer", &ty);
+    if (st < 0)
+        return st;
+    if (strcmp(ty, "BertNormalizer") != 0)
+        return tm__errf(TM_EUNSUPPORTED, j->fn, "normalizer.type: normalizer \"%s\" is not supported (only BertNormalizer)",
+                        ty);
+    static const char *const k[] = {"type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase", NULL};
+    const tm__json_node *sa;
+    /* HF's defaults: everything on, strip_accents following lowercase */
+    if ((st = tm__tj_only_keys(j, o, "normalizer", k)) < 0 ||
+        (st = tm__tj_bool(j, o, "clean_text", "normalizer", true, &nm->clean_text)) < 0 ||
+        (st = tm__tj_bool(j, o, "handle_chinese_chars", "normalizer", true, &nm->handle_chinese)) < 0 ||
+        (st = tm__tj_bool(j, o, "lowercase", "normalizer", true, &nm->lowercase)) < 0 ||
+        (st = tm__tj_member(j, o, "strip_accents", TM__JSON_BOOL, true, "normalizer", &sa)) < 0)
+        return st;
+    nm->present = true;
+    nm->strip_json = sa ? (int8_t)(sa->i != 0) : -1;
+    nm->strip_accents = sa ? sa->i != 0 : nm->lowercase;
+    return TM_OK;
+}
+
+static tm_status int_member(const tm__jl *j, size_t o, const char *key, const char *path, int64_t dflt, int64_t *v)
+{
+    const tm__json_node *n;
+    tm_status st = tm__tj_member(j, o, key, TM__JSON_INT, true, path, &n);
+    if (st < 0)
+        return st;
+    if (n && n->i < 0)
+        return tm__errf(TM_EFORMAT, j->fn, "%s.%s: must not be negative", path, key);
+    *v = n ? n->i : dflt;
+    return TM_OK;
+}
+
+static tm_status direction(const tm__jl *j, size_t o, const char *path, bool *left)
+{
+    const tm__json_node *n;
+    tm_status st = tm__tj_member(j, o, "direction", TM__JSON_STRING, false, path, &n);
+    *left = false;
+    if (st < 0 || !n)
+        return st;
+    if (strcmp(n->str, "Left") && strcmp(n->str, "Right"))
+        return tm__errf(TM_EFORMAT, j->fn, "%s.direction: expected \"Left\" or \"Right\"", path);
+    *left = n->str[0] == 'L';
+    return TM_OK;
+}
+
+char *tm__json_compact(const tm__json_doc *d, size_t node);
+
+tm_status tm__tj_trunc_pad(const tm__jl *j, tm_tokenizer_json_defaults *d, tm__tj_extra *x)
+{
+    tm_status st;
+    const tm__json_node *n = tm__json_get(j->d, 0, "truncation"), *m;
+    memset(d, 0, sizeof *d);
+    d->pad_id = -1;
+    if (n && n->type != TM__JSON_NULL) {
+        static const char *const k[] = {"direction", "max_length", "strategy", "stride", NULL};
+        size_t o = tm__tj_idx(j, n);
+        if (n->type != TM__JSON_OBJECT)
+            return tm__tj_bad(j, TM_EFORMAT, "truncation", "expected an object or null");
+        if ((st = tm__tj_only_keys(j, o, "truncation", k)) < 0 ||
+            (st = int_member(j, o, "max_length", "truncation", 512, &d->trunc_max_length)) < 0 ||
+            (st = int_member(j, o, "stride", "truncation", 0, &d->trunc_stride)) < 0 ||
+            (st = direction(j, o, "truncation", &d->trunc_left)) < 0 ||
+            (st = tm__tj_member(j, o, "strategy", TM__JSON_STRING, false, "truncation", &m)) < 0)
+            return st;
+        if (m && strcmp(m->str, "LongestFirst") && strcmp(m->str, "OnlyFirst") && strcmp(m->str, "OnlySecond"))
+            return tm__tj_bad(j, TM_EFORMAT, "truncation.strategy", "expected LongestFirst, OnlyFirst or OnlySecond");
+        if (d->trunc_max_length == 0)
+            return tm__tj_bad(j, TM_EUNSUPPORTED, "truncation.max_length", "0 is not supported");
+        if (!(x->trunc_json = tm__json_compact(j->d, o)))
+            return tm__errf(TM_ENOMEM, j->fn, "out of memory");
+    }
+    n = tm__json_get(j->d, 0, "padding");
+    if (n && n->type != TM__JSON_NULL) {
+        static const char *const k[] = {"strategy", "direction", "pad_to_multiple_of", "pad_id", "pad_type_id",
+                                        "pad_token", NULL};
+        size_t o = tm__tj_idx(j, n);
+        if (n->type != TM__JSON_OBJECT)
+            return tm__tj_bad(j, TM_EFORMAT, "padding", "expected an object or null");
+        if ((st = tm__tj_only_keys(j, o, "padding", k)) < 0 ||
+            (st = int_member(j, o, "pad_to_multiple_of", "padding", 0, &d->pad_multiple)) < 0 ||
+            (st = int_member(j, o, "pad_id", "padding", 0, &d->pad_id)) < 0 ||
+            (st = int_member(j, o, "pad_type_id", "padding", 0, &d->pad_type_id)) < 0 ||
+            (st = direction(j, o, "padding", &d->pad_left)) < 0 ||
+            (st = tm__tj_member(j, o, "pad_token", TM__JSON_STRING, false, "padding", &m)) < 0)
+            return st;
+        m = tm__json_get(j->d, o, "strategy");
+        if (m && m->type == TM__JSON_OBJECT) {
+            const tm__json_node *f;
+            if ((st = tm__tj_only_keys(j, tm__tj_idx(j, m), "padding.strategy", (const char *const[]){"Fixed", NULL})) < 0 ||
+                (st = tm__tj_member(j, tm__tj_idx(j, m), "Fixed", TM__JSON_INT, false, "padding.strategy", &f)) < 0)
+                return st;
+            if (!f || f->i <= 0)
+                return tm__tj_bad(j, TM_EFORMAT, "padding.strategy", "expected {\"Fixed\": n} with n > 0");
+            d->pad_length = f->i;
+        } else if (m && !(m->type == TM__JSON_STRING && !strcmp(m->str, "BatchLongest"))) {
+            return tm__tj_bad(j, TM_EFORMAT, "padding.strategy", "expected \"BatchLongest\" or {\"Fixed\": n}");
+        }
+        d->pad = true;
+        if (!(x->pad_json = tm__json_compact(j->d, o))) {
+            free(x->trunc_json), x->trunc_json = NULL;
+            return tm__errf(TM_ENOMEM, j->fn, "out of memory");
+        }
+    }
+    return TM_OK;
+}

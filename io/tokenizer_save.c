@@ -117,6 +117,10 @@ static void put_bytelevel(wbuf *w, const tm__pretok *p, bool use_regex)
 
 static void put_pretok(wbuf *w, const tm__pretok *p)
 {
+    if (p->bert) {
+        puts_(w, "{\"type\":\"BertPreTokenizer\"}");
+        return;
+    }
     if (!p->present && !p->byte_level && !p->split_digits && p->regex == TM__RE_NONE) {
         puts_(w, "null");
         return;
@@ -144,8 +148,30 @@ static void put_pretok(wbuf *w, const tm__pretok *p)
         puts_(w, "]}");
 }
 
-static void put_decoder(wbuf *w, int dec)
+static void put_normalizer(wbuf *w, const tm__bertnorm *nm)
 {
+    if (!nm->present) {
+        puts_(w, "null");
+        return;
+    }
+    char b[200];
+    snprintf(b, sizeof b,
+             "{\"type\":\"BertNormalizer\",\"clean_text\":%s,\"handle_chinese_chars\":%s,\"strip_accents\":%s,"
+             "\"lowercase\":%s}",
+             nm->clean_text ? "true" : "false", nm->handle_chinese ? "true" : "false",
+             nm->strip_json < 0 ? "null" : nm->strip_json ? "true" : "false", nm->lowercase ? "true" : "false");
+    puts_(w, b);
+}
+
+static void put_decoder(wbuf *w, const tm_tokenizer *t)
+{
+    int dec = t->decoder;
+    if (dec & TM__DEC_WORDPIECE) {
+        puts_(w, "{\"type\":\"WordPiece\",\"prefix\":");
+        put_str(w, t->dec_prefix, t->dec_prefix_len);
+        puts_(w, t->dec_cleanup ? ",\"cleanup\":true}" : ",\"cleanup\":false}");
+        return;
+    }
     if (dec & TM__DEC_BYTELEVEL) {
         puts_(w, "{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true}");
         return;
@@ -171,7 +197,11 @@ char *tm_tokenizer_to_json(const tm_tokenizer *t, size_t *len)
     }
     wbuf w = {0};
     char num[64];
-    puts_(&w, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [");
+    puts_(&w, "{\n  \"version\": \"1.0\",\n  \"truncation\": ");
+    puts_(&w, t->extra.trunc_json ? t->extra.trunc_json : "null");
+    puts_(&w, ",\n  \"padding\": ");
+    puts_(&w, t->extra.pad_json ? t->extra.pad_json : "null");
+    puts_(&w, ",\n  \"added_tokens\": [");
     bool first = true;
     for (int k = 0; k < t->n_added; k++) {
         int32_t id = t->added[k];
@@ -184,12 +214,23 @@ char *tm_tokenizer_to_json(const tm_tokenizer *t, size_t *len)
         puts_(&w, (t->kind[id] & TM__TOK_SPECIAL) ? "true}" : "false}");
         first = false;
     }
-    puts_(&w, first ? "],\n  \"normalizer\": null,\n  \"pre_tokenizer\": " : "\n  ],\n  \"normalizer\": null,\n  \"pre_tokenizer\": ");
+    puts_(&w, first ? "],\n  \"normalizer\": " : "\n  ],\n  \"normalizer\": ");
+    put_normalizer(&w, &t->norm);
+    puts_(&w, ",\n  \"pre_tokenizer\": ");
     put_pretok(&w, &t->pretok);
     puts_(&w, ",\n  \"post_processor\": ");
     puts_(&w, t->post_json ? t->post_json : "null");
     puts_(&w, ",\n  \"decoder\": ");
-    put_decoder(&w, t->decoder);
+    put_decoder(&w, t);
+    if (t->model == TM__MODEL_WORDPIECE) {
+        puts_(&w, ",\n  \"model\": {\n    \"type\": \"WordPiece\",\n    \"unk_token\": ");
+        put_str(&w, t->str[t->unk_id], t->str_len[t->unk_id]);
+        puts_(&w, ",\n    \"continuing_subword_prefix\": ");
+        put_str(&w, t->wp_prefix, t->wp_prefix_len);
+        snprintf(num, sizeof num, ",\n    \"max_input_chars_per_word\": %lld,\n", (long long)t->wp_max_chars);
+        puts_(&w, num);
+        goto vocab;
+    }
     puts_(&w, ",\n  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": ");
     if (t->unk_id >= 0)
         put_str(&w, t->str[t->unk_id], t->str_len[t->unk_id]);
@@ -200,6 +241,7 @@ char *tm_tokenizer_to_json(const tm_tokenizer *t, size_t *len)
     snprintf(flags, sizeof flags, "    \"fuse_unk\": %s,\n    \"byte_fallback\": %s,\n    \"ignore_merges\": %s,\n",
              t->fuse_unk ? "true" : "false", t->byte_fallback ? "true" : "false", t->ignore_merges ? "true" : "false");
     puts_(&w, flags);
+vocab:
     puts_(&w, "    \"vocab\": {");
     first = true;
     for (int64_t i = 0; i < t->n; i++) {
@@ -211,6 +253,10 @@ char *tm_tokenizer_to_json(const tm_tokenizer *t, size_t *len)
         puts_(&w, num);
         first = false;
     }
+    if (t->model == TM__MODEL_WORDPIECE) {
+        puts_(&w, "\n    }\n  }\n}\n");
+        goto end;
+    }
     puts_(&w, "\n    },\n    \"merges\": [");
     for (int64_t r = 0; r < t->n_merges; r++) {
         int32_t a = t->merges[r][0], b = t->merges[r][1];
@@ -221,6 +267,7 @@ char *tm_tokenizer_to_json(const tm_tokenizer *t, size_t *len)
         puts_(&w, "]");
     }
     puts_(&w, t->n_merges ? "\n    ]\n  }\n}\n" : "]\n  }\n}\n");
+end:
     if (w.oom) {
         free(w.p);
         TM_ERR(TM_ENOMEM, "out of memory");
@@ -299,6 +346,16 @@ uint64_t tm_tokenizer_hash(const tm_tokenizer *t)
                   (uint64_t)p->add_prefix_space << 24);
     h_u64(&h, (uint64_t)t->ignore_merges | (uint64_t)t->byte_fallback << 8 | (uint64_t)t->fuse_unk << 16);
     h_u64(&h, (uint64_t)t->unk_id);
+    if (t->model == TM__MODEL_WORDPIECE || p->bert || t->norm.present) {
+        /* only for what BPE files lack, so their hashes stay as they were */
+        const tm__bertnorm *nm = &t->norm;
+        h_u64(&h, (uint64_t)t->model | (uint64_t)p->bert << 8 | (uint64_t)nm->present << 16 |
+                      (uint64_t)nm->clean_text << 17 | (uint64_t)nm->handle_chinese << 18 |
+                      (uint64_t)nm->strip_accents << 19 | (uint64_t)nm->lowercase << 20);
+        h_u64(&h, (uint64_t)t->wp_max_chars);
+        h_u64(&h, t->wp_prefix_len);
+        h_bytes(&h, t->wp_prefix, t->wp_prefix_len);
+    }
     h_u64(&h, (uint64_t)t->n_pre << 32 | (uint64_t)t->n_post);
     for (int i = 0; i < t->n_pre; i++)
         h_u64(&h, (uint64_t)t->tmpl_pre[i]);

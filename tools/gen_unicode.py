@@ -1,7 +1,19 @@
 #!/usr/bin/env python3
 """Writes io/unicode_tables.c: the code point ranges of \\p{L}, \\p{N} and
-White_Space (\\s) that the tokenizer's pre-tokenizer scanners use, from
-Python's unicodedata.  Run: python3 tools/gen_unicode.py > io/unicode_tables.c
+White_Space (\\s) that the tokenizer's pre-tokenizer scanners use, and the
+tables of the BERT normalizer and pre-tokenizer (control characters,
+punctuation, nonspacing marks, lowercase mapping, canonical decompositions,
+combining classes), from Python's unicodedata.
+Run: python3 tools/gen_unicode.py > io/unicode_tables.c
+
+HF tokenizers' BertNormalizer and BertPreTokenizer take their categories
+from the Rust crate unicode_categories and their decompositions from
+unicode-normalization-alignments, both built on an older Unicode than
+Python 3.11's 14.0 (lowercasing is Rust std's, current).  The characters
+whose class differs are listed below (HF_*), found by running HF's
+normalizer and pre-tokenizer on every code point; tokens must match HF's,
+so HF's view wins.  Unassigned code points (Cn) are not control
+characters there either.
 """
 import sys
 import unicodedata
@@ -53,5 +65,128 @@ def main():
     out.write("const size_t tm__uprops_nranges = %d;\n" % len(ranges))
 
 
+# ------------------------------------------------------------------ BERT
+# Where HF's (older) Unicode tables differ from unicodedata 14.0: code point
+# ranges (inclusive) that are NOT control there, ARE / are NOT nonspacing
+# marks there, ARE / are NOT punctuation there; decompositions HF lacks.
+HF_CTRL_DEL = [(0x890, 0x891), (0x8E2, 0x8E2), (0x110CD, 0x110CD), (0x13430, 0x13438)]
+HF_MN_ADD = [(0x1734, 0x1734)]
+HF_MN_DEL = [(0x7FD, 0x7FD), (0x898, 0x89F), (0x8CA, 0x8E1), (0x9FE, 0x9FE), (0xAFA, 0xAFF), (0xB55, 0xB55),
+             (0xC04, 0xC04), (0xC3C, 0xC3C), (0xD00, 0xD00), (0xD3B, 0xD3C), (0xD81, 0xD81), (0xEBA, 0xEBA),
+             (0x180F, 0x180F), (0x1885, 0x1886), (0x1ABF, 0x1ACE), (0x1DF6, 0x1DFB), (0xA82C, 0xA82C),
+             (0xA8C5, 0xA8C5), (0xA8FF, 0xA8FF), (0xA9BD, 0xA9BD), (0x10D24, 0x10D27), (0x10EAB, 0x10EAC),
+             (0x10F46, 0x10F50), (0x10F82, 0x10F85), (0x11070, 0x11070), (0x11073, 0x11074), (0x110C2, 0x110C2),
+             (0x111C9, 0x111C9), (0x111CF, 0x111CF), (0x1123E, 0x1123E), (0x1133B, 0x1133B), (0x11438, 0x1143F),
+             (0x11442, 0x11444), (0x11446, 0x11446), (0x1145E, 0x1145E), (0x1182F, 0x11837), (0x11839, 0x1183A),
+             (0x1193B, 0x1193C), (0x1193E, 0x1193E), (0x11943, 0x11943), (0x119D4, 0x119D7), (0x119DA, 0x119DB),
+             (0x119E0, 0x119E0), (0x11A01, 0x11A0A), (0x11A33, 0x11A38), (0x11A3B, 0x11A3E), (0x11A47, 0x11A47),
+             (0x11A51, 0x11A56), (0x11A59, 0x11A5B), (0x11A8A, 0x11A96), (0x11A98, 0x11A99), (0x11C30, 0x11C36),
+             (0x11C38, 0x11C3D), (0x11C3F, 0x11C3F), (0x11C92, 0x11CA7), (0x11CAA, 0x11CB0), (0x11CB2, 0x11CB3),
+             (0x11CB5, 0x11CB6), (0x11D31, 0x11D36), (0x11D3A, 0x11D3A), (0x11D3C, 0x11D3D), (0x11D3F, 0x11D45),
+             (0x11D47, 0x11D47), (0x11D90, 0x11D91), (0x11D95, 0x11D95), (0x11D97, 0x11D97), (0x11EF3, 0x11EF4),
+             (0x16F4F, 0x16F4F), (0x16FE4, 0x16FE4), (0x1CF00, 0x1CF2D), (0x1CF30, 0x1CF46), (0x1E000, 0x1E006),
+             (0x1E008, 0x1E018), (0x1E01B, 0x1E021), (0x1E023, 0x1E024), (0x1E026, 0x1E02A), (0x1E130, 0x1E136),
+             (0x1E2AE, 0x1E2AE), (0x1E2EC, 0x1E2EF), (0x1E944, 0x1E94A)]
+HF_PUNCT_ADD = [(0x166D, 0x166D), (0x111C9, 0x111C9)]
+HF_PUNCT_DEL = [(0x61D, 0x61D), (0x9FD, 0x9FD), (0xA76, 0xA76), (0xC77, 0xC77), (0xC84, 0xC84), (0x1B7D, 0x1B7E),
+                (0x2E43, 0x2E4F), (0x2E52, 0x2E5D), (0x10EAD, 0x10EAD), (0x10F55, 0x10F59), (0x10F86, 0x10F89),
+                (0x1144B, 0x1144F), (0x1145A, 0x1145B), (0x1145D, 0x1145D), (0x11660, 0x1166C), (0x116B9, 0x116B9),
+                (0x1183B, 0x1183B), (0x11944, 0x11946), (0x119E2, 0x119E2), (0x11A3F, 0x11A46), (0x11A9A, 0x11A9C),
+                (0x11A9E, 0x11AA2), (0x11C41, 0x11C45), (0x11C70, 0x11C71), (0x11EF7, 0x11EF8), (0x11FFF, 0x11FFF),
+                (0x12FF1, 0x12FF2), (0x16E97, 0x16E9A), (0x16FE2, 0x16FE2), (0x1E95E, 0x1E95F)]
+HF_NO_NFD = {0x11938}
+
+
+def in_ranges(cp, rs):
+    return any(lo <= cp <= hi for lo, hi in rs)
+
+
+def bert_props(cp):
+    ch = chr(cp)
+    cat = unicodedata.category(ch)
+    p = 0
+    ctrl = cp == 0 or cp == 0xFFFD or (ch not in "\t\n\r" and cat in ("Cc", "Cf", "Co", "Cs"))
+    if ctrl and not in_ranges(cp, HF_CTRL_DEL):
+        p |= 1
+    punct = (cp < 128 and ch in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~") or cat[0] == "P"
+    if (punct and not in_ranges(cp, HF_PUNCT_DEL)) or in_ranges(cp, HF_PUNCT_ADD):
+        p |= 2
+    if (cat == "Mn" and not in_ranges(cp, HF_MN_DEL)) or in_ranges(cp, HF_MN_ADD):
+        p |= 4
+    return p
+
+
+def ranges_of(f, start):
+    out = []
+    for cp in range(start, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        p = f(cp)
+        if p == 0:
+            continue
+        if out and out[-1][1] == cp - 1 and out[-1][2] == p:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp, p])
+    return out
+
+
+def write_ranges(out, name, rs):
+    out.write("const uint32_t %s[][3] = {\n" % name)
+    for i in range(0, len(rs), 4):
+        out.write("   " + "".join(" {0x%X, 0x%X, %d}," % tuple(r) for r in rs[i:i + 4]) + "\n")
+    out.write("};\nconst size_t %s_n = %d;\n\n" % (name, len(rs)))
+
+
+def bert_main(out):
+    out.write("/* BERT classes as HF sees them: 1 = removed by clean_text (control, NUL,\n"
+              " * U+FFFD), 2 = punctuation, 4 = nonspacing mark (dropped by strip_accents). */\n")
+    out.write("const unsigned char tm__bprops_ascii[128] = {\n")
+    a = [bert_props(cp) for cp in range(128)]
+    for i in range(0, 128, 16):
+        out.write("    " + ", ".join(str(x) for x in a[i:i + 16]) + ",\n")
+    out.write("};\n\n")
+    write_ranges(out, "tm__bprops_ranges", ranges_of(bert_props, 0x80))
+    # full lowercase mapping (Rust char::to_lowercase; Python's per-character
+    # str.lower is the same full mapping without context): {cp, l0, l1}
+    low = []
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        s = chr(cp).lower()
+        if s != chr(cp):
+            assert len(s) <= 2
+            low.append((cp, ord(s[0]), ord(s[1]) if len(s) > 1 else 0))
+    out.write("/* Lowercase mapping of the non-ASCII characters that change: {cp, l0, l1 or 0}. */\n")
+    out.write("const uint32_t tm__lower_tab[][3] = {\n")
+    for i in range(0, len(low), 4):
+        out.write("   " + "".join(" {0x%X, 0x%X, 0x%X}," % r for r in low[i:i + 4]) + "\n")
+    out.write("};\nconst size_t tm__lower_tab_n = %d;\n\n" % len(low))
+    # full canonical decompositions (NFD of one character; Hangul syllables
+    # are decomposed arithmetically in code): {cp, offset << 3 | length}
+    pool, ent = [], []
+    for cp in range(0x80, 0x110000):
+        if 0xD800 <= cp <= 0xDFFF or 0xAC00 <= cp <= 0xD7A3 or cp in HF_NO_NFD:
+            continue
+        d = unicodedata.normalize("NFD", chr(cp))
+        if d != chr(cp):
+            assert len(d) <= 7
+            ent.append((cp, len(pool) << 3 | len(d)))
+            pool.extend(ord(c) for c in d)
+    out.write("/* Canonical decompositions (full NFD of one character, Hangul excepted):\n"
+              " * {cp, offset << 3 | length} into tm__nfd_pool. */\n")
+    out.write("const uint32_t tm__nfd_tab[][2] = {\n")
+    for i in range(0, len(ent), 6):
+        out.write("   " + "".join(" {0x%X, %d}," % r for r in ent[i:i + 6]) + "\n")
+    out.write("};\nconst size_t tm__nfd_tab_n = %d;\n" % len(ent))
+    out.write("const uint32_t tm__nfd_pool[] = {\n")
+    for i in range(0, len(pool), 10):
+        out.write("   " + "".join(" 0x%X," % c for c in pool[i:i + 10]) + "\n")
+    out.write("};\n\n")
+    out.write("/* Canonical combining classes (non-zero ones), for canonical ordering. */\n")
+    write_ranges(out, "tm__ccc_ranges", ranges_of(lambda cp: unicodedata.combining(chr(cp)), 0))
+
+
 if __name__ == "__main__":
     main()
+    bert_main(sys.stdout)

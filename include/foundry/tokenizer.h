@@ -30,16 +30,22 @@
 typedef struct tm_progress tm_progress;
 typedef struct tm_tokenizer tm_tokenizer;
 
-/* Loads a HF tokenizer.json (model type BPE).  Supported: normalizer null;
- * pre_tokenizer ByteLevel (with or without the GPT-2 regex), Split with the
- * GPT-2 or Llama-3 pattern (behavior Isolated), Digits with
- * individual_digits true, and Sequences of these in that order; decoder
- * ByteLevel, ByteFallback, Fuse or a Sequence of them; post_processor null,
- * ByteLevel, TemplateProcessing or a Sequence of them; model BPE with
- * merges as "a b" or ["a","b"], ignore_merges, byte_fallback, unk_token;
- * added tokens with lstrip/rstrip/single_word false.  Anything else is
- * TM_EFORMAT (malformed) or TM_EUNSUPPORTED naming the JSON path.  Returns
- * a new tokenizer; release with tm_tokenizer_free. */
+/* Loads a HF tokenizer.json: model BPE or WordPiece.  Supported:
+ * normalizer null or BertNormalizer (clean_text, handle_chinese_chars,
+ * strip_accents true/false/null, lowercase); pre_tokenizer
+ * BertPreTokenizer, ByteLevel (with or without the GPT-2 regex), Split
+ * with the GPT-2 or Llama-3 pattern (behavior Isolated), Digits with
+ * individual_digits true, and Sequences of the last three in that order;
+ * decoder WordPiece (prefix, cleanup), ByteLevel, ByteFallback, Fuse or a
+ * Sequence of the last three; post_processor null, ByteLevel,
+ * TemplateProcessing or a Sequence of them; model BPE with merges as
+ * "a b" or ["a","b"], ignore_merges, byte_fallback, unk_token; model
+ * WordPiece with vocab, unk_token (in the vocab), continuing_subword_prefix
+ * and max_input_chars_per_word; added tokens with lstrip/rstrip/single_word
+ * false; truncation and padding blocks (kept, see
+ * tm_tokenizer_json_defaults_of).  Anything else is TM_EFORMAT (malformed)
+ * or TM_EUNSUPPORTED naming the JSON path.  Returns a new tokenizer;
+ * release with tm_tokenizer_free. */
 tm_tokenizer *tm_tokenizer_load(const char *path);
 /* Same, from the JSON text[len] (copied; need not be NUL-terminated). */
 tm_tokenizer *tm_tokenizer_from_json(const char *text, size_t len);
@@ -91,6 +97,39 @@ tm_status tm_tokenizer_encode(const tm_tokenizer *t, const char *text, size_t le
  * default. */
 tm_status tm_tokenizer_encode_ex(const tm_tokenizer *t, const char *text, size_t len,
                                  bool add_special_tokens, tm_token_buf *out);
+/* ---- encode options (truncation, padding) ---- */
+
+/* Per-call options.  max_length > 0 truncates as HF's LongestFirst does
+ * for one sequence: the text's ids are cut to max_length minus the number
+ * of ids the template adds (when add_special_tokens), then the template is
+ * applied, so the result has at most max_length ids.  A max_length below
+ * the template's own ids is TM_EINVAL. */
+typedef struct tm_encode_opts {
+    bool add_special_tokens;
+    int64_t max_length;   /* 0: no truncation */
+} tm_encode_opts;
+tm_status tm_tokenizer_encode_opts(const tm_tokenizer *t, const char *text, size_t len, const tm_encode_opts *o,
+                                   tm_token_buf *out);
+/* The padding id: the tokenizer.json's padding.pad_id, else the id of
+ * "[PAD]", "<pad>" or "<|padding|>", else -1. */
+int64_t tm_tokenizer_pad_id(const tm_tokenizer *t);
+/* The number of ids the post-processor's single template adds. */
+int64_t tm_tokenizer_num_special_to_add(const tm_tokenizer *t);
+
+/* What the tokenizer.json's truncation and padding blocks say (HF applies
+ * them on load; Foundry's encode functions do not: callers choose). */
+typedef struct tm_tokenizer_json_defaults {
+    int64_t trunc_max_length;   /* 0: "truncation": null */
+    int64_t trunc_stride;
+    bool trunc_left;            /* direction "Left" */
+    bool pad;                   /* false: "padding": null */
+    int64_t pad_length;         /* strategy {"Fixed": n}; 0: "BatchLongest" */
+    int64_t pad_multiple;       /* pad_to_multiple_of; 0: null */
+    int64_t pad_id, pad_type_id;
+    bool pad_left;              /* direction "Left" */
+} tm_tokenizer_json_defaults;
+tm_status tm_tokenizer_json_defaults_of(const tm_tokenizer *t, tm_tokenizer_json_defaults *out);
+
 /* The bytes of ids (skip_special: leave out special tokens); NUL-terminated,
  * *len (may be NULL) without it.  Release with free().  An id out of range
  * is TM_ERANGE (NULL). */

@@ -315,9 +315,9 @@ TEST(tokenizer_json_loader_refuses_what_it_cannot_reproduce)
     CHECK_LOAD_BAD(DOC("null", V3, "[]", "{\"id\":1,\"content\":\"<s>\",\"special\":true}"), TM_EFORMAT,
                    "added_tokens[0]: id 1 is used twice");
     static const char norm[] = "{\"normalizer\":{\"type\":\"NFC\"},\"model\":{\"vocab\":{},\"merges\":[]}}";
-    CHECK_LOAD_BAD(norm, TM_EUNSUPPORTED, "normalizer: only null");
-    static const char wp[] = "{\"model\":{\"type\":\"WordPiece\",\"vocab\":{},\"merges\":[]}}";
-    CHECK_LOAD_BAD(wp, TM_EUNSUPPORTED, "model.type: model \"WordPiece\"");
+    CHECK_LOAD_BAD(norm, TM_EUNSUPPORTED, "normalizer.type: normalizer \"NFC\"");
+    static const char wp[] = "{\"model\":{\"type\":\"Unigram\",\"vocab\":{},\"merges\":[]}}";
+    CHECK_LOAD_BAD(wp, TM_EUNSUPPORTED, "model.type: model \"Unigram\"");
     static const char extra[] = "{\"model\":{\"vocab\":{},\"merges\":[]},\"foo\":1}";
     CHECK_LOAD_BAD(extra, TM_EUNSUPPORTED, "unknown key \"foo\"");
     CHECK(tm_tokenizer_load("/nonexistent/tokenizer.json") == NULL);

@@ -232,8 +232,8 @@ def test_loader_errors_are_python_exceptions(tmp_path):
         Tokenizer.from_file(tmp_path / "nope.json")
     with pytest.raises(ValueError, match="tm_tokenizer_from_json"):
         Tokenizer.from_str("{")
-    with pytest.raises(NotImplementedError, match="WordPiece"):
-        Tokenizer.from_str('{"model": {"type": "WordPiece", "vocab": {}, "merges": []}}')
+    with pytest.raises(NotImplementedError, match="Unigram"):
+        Tokenizer.from_str('{"model": {"type": "Unigram", "vocab": {}, "merges": []}}')
     ref, path = _train("gpt2", tmp_path)
     spec = json.loads(open(path).read())
     spec["normalizer"] = {"type": "NFC"}
