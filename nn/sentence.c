@@ -315,6 +315,10 @@ tm_status tm_sentence_encoder_tokenize(const tm_sentence_encoder *e,
     if (!e || !out || (!text && len))
         return tm__errf(TM_EINVAL, fn, "%s is NULL",
                         !e ? "encoder" : !out ? "out" : "text");
+    size_t bad = 0;
+    if (len && !tm__utf8_valid((const unsigned char *)text, len, &bad))
+        return tm__errf(TM_EINVAL, fn, "text is not valid UTF-8 (byte %zu)",
+                        bad);
     tm_token_buf bare = {0};
     tm_status st = tm_tokenizer_encode_ex(e->tok, text ? text : "", len,
                                           false, &bare);

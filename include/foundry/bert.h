@@ -128,7 +128,8 @@ const tm_tokenizer *tm_sentence_encoder_tokenizer(
 /* The token ids of `text` (len bytes of UTF-8) as the encoder feeds them:
  * [CLS] ... [SEP], truncated to max_seq_length before the specials are
  * added (the way Hugging Face's tokenizers truncate).  Appends to *out
- * (caller-owned; release with tm_token_buf_free). */
+ * (caller-owned; release with tm_token_buf_free).  Text that is not valid
+ * UTF-8 is TM_EINVAL naming the first bad byte. */
 tm_status tm_sentence_encoder_tokenize(const tm_sentence_encoder *e,
                                        const char *text, size_t len,
                                        tm_token_buf *out);
