@@ -15,7 +15,7 @@ The two libraries are timed in alternating windows (--rounds each) after a
 warm-up, with a pause before each window so the other library's spinning
 thread pool sleeps; each one's best window counts (the machine is shared).
 The embeddings of both are checked to agree (cosine >= 0.99999) first.
-Writes bench/results/minilm.json.
+Writes bench/results/minilm.json (or --out NAME).
 """
 import argparse
 import json
@@ -105,6 +105,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--out", default="minilm.json",
+                    help="file name under bench/results")
     ap.add_argument("--rss-child", choices=["foundry", "torch"])
     args = ap.parse_args()
     if args.rss_child:
@@ -148,8 +150,9 @@ def main():
               f"{r['torch']:9.2f}  ratio {r['ratio']:.2f}"
               + (f"  (target >= {r['target']})" if "target" in r else ""))
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "minilm.json"), "w") as fh:
+    with open(os.path.join(HERE, "results", args.out), "w") as fh:
         json.dump({"threads": args.threads, "min_cosine": cos,
+                   "loadavg_1min_at_end": os.getloadavg()[0],
                    "sentences": len(batch), "results": rows}, fh, indent=1)
 
 
