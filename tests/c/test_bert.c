@@ -333,3 +333,35 @@ TEST(bert_forward_rejects_bad_ids)
     tm_bert_free(m);
     tt_rmdir(dir);
 }
+
+static char g_dir[TT_PATH_MAX];
+
+static tm_status load_forward_embed(void)
+{
+    tm_bert *m = tm_bert_load(g_dir);
+    if (!m) return tm_last_status();
+    int64_t idv[2 * 4] = {1, 5, 7, 9, 2, 3, 0, 0};
+    int64_t mkv[2 * 4] = {1, 1, 1, 1, 1, 1, 0, 0};
+    tm_tensor *ids = ints(idv, 2, 4), *mask = ids ? ints(mkv, 2, 4) : NULL;
+    tm_tensor *y = mask ? tm_bert_forward(m, ids, mask, NULL) : NULL;
+    tm_tensor *e = y ? tm_bert_embed(m, ids, mask) : NULL;
+    tm_tensor *x = e ? tm_bert_pool_embed(m, ids, mask, TM_BERT_POOL_MAX,
+                                          false)
+                     : NULL;
+    tm_status st = x ? TM_OK : tm_last_status();
+    tm_free(x);
+    tm_free(e);
+    tm_free(y);
+    tm_free(ids);
+    tm_free(mask);
+    tm_bert_free(m);
+    return st;
+}
+
+TEST(bert_every_allocation_failure_is_clean)
+{
+    REQUIRE(tt_tmpdir(g_dir));
+    REQUIRE(write_model(g_dir, NULL, NULL, NULL, "", TM_F16));
+    CHECK_EVERY_ALLOC_FAILURE(load_forward_embed, 50);
+    tt_rmdir(g_dir);
+}
