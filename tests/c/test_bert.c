@@ -365,3 +365,191 @@ TEST(bert_every_allocation_failure_is_clean)
     CHECK_EVERY_ALLOC_FAILURE(load_forward_embed, 50);
     tt_rmdir(g_dir);
 }
+
+
+/* ------------------------------------------------ sentence encoders */
+
+#include <sys/stat.h>
+
+/* A WordPiece tokenizer.json as BERT's (checked against HF tokenizers:
+ * "The cats." -> [2, 8, 6, 7, 9, 3]). */
+static const char TOKENIZER[] =
+    "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_to"
+    "kens\":[{\"id\":0,\"content\":\"[PAD]\",\"single_word\":false,\"lstr"
+    "ip\":false,\"rstrip\":false,\"normalized\":false,\"special\":true},{"
+    "\"id\":1,\"content\":\"[UNK]\",\"single_word\":false,\"lstrip\":fals"
+    "e,\"rstrip\":false,\"normalized\":false,\"special\":true},{\"id\":2,"
+    "\"content\":\"[CLS]\",\"single_word\":false,\"lstrip\":false,\"rstri"
+    "p\":false,\"normalized\":false,\"special\":true},{\"id\":3,\"content"
+    "\":\"[SEP]\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false"
+    ",\"normalized\":false,\"special\":true}],\"normalizer\":{\"type\":\""
+    "BertNormalizer\",\"clean_text\":true,\"handle_chinese_chars\":true,\""
+    "strip_accents\":null,\"lowercase\":true},\"pre_tokenizer\":{\"type\""
+    ":\"BertPreTokenizer\"},\"post_processor\":{\"type\":\"TemplateProces"
+    "sing\",\"single\":[{\"SpecialToken\":{\"id\":\"[CLS]\",\"type_id\":0"
+    "}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"SpecialToken\":{\""
+    "id\":\"[SEP]\",\"type_id\":0}}],\"pair\":[{\"SpecialToken\":{\"id\":"
+    "\"[CLS]\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}"
+    "},{\"SpecialToken\":{\"id\":\"[SEP]\",\"type_id\":0}},{\"Sequence\":"
+    "{\"id\":\"B\",\"type_id\":1}},{\"SpecialToken\":{\"id\":\"[SEP]\",\""
+    "type_id\":1}}],\"special_tokens\":{\"[CLS]\":{\"id\":\"[CLS]\",\"ids"
+    "\":[2],\"tokens\":[\"[CLS]\"]},\"[SEP]\":{\"id\":\"[SEP]\",\"ids\":["
+    "3],\"tokens\":[\"[SEP]\"]}}},\"decoder\":{\"type\":\"WordPiece\",\"p"
+    "refix\":\"##\",\"cleanup\":true},\"model\":{\"type\":\"WordPiece\",\""
+    "unk_token\":\"[UNK]\",\"continuing_subword_prefix\":\"##\",\"max_inp"
+    "ut_chars_per_word\":100,\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\""
+    ":2,\"[SEP]\":3,\"a\":4,\"b\":5,\"cat\":6,\"##s\":7,\"the\":8,\".\":9"
+    "}}}";
+
+static bool write_text(const char *dir, const char *name, const char *text)
+{
+    char path[TT_PATH_MAX];
+    tt_path(path, dir, name);
+    return tt_write_file(path, text, strlen(text));
+}
+
+static const char MODULES[] =
+    "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": "
+    "\"sentence_transformers.models.Transformer\"}, {\"idx\": 1, \"name\": "
+    "\"1\", \"path\": \"1_Pooling\", \"type\": "
+    "\"sentence_transformers.models.Pooling\"}, {\"idx\": 2, \"name\": \"2\", "
+    "\"path\": \"2_Normalize\", \"type\": "
+    "\"sentence_transformers.models.Normalize\"}]";
+static const char POOL_MEAN[] =
+    "{\"word_embedding_dimension\": 16, \"pooling_mode_cls_token\": false, "
+    "\"pooling_mode_mean_tokens\": true, \"pooling_mode_max_tokens\": false, "
+    "\"pooling_mode_mean_sqrt_len_tokens\": false}";
+
+/* dir with the tiny model, tokenizer, modules.json, pooling config (in
+ * dir/1_Pooling) and sentence_bert_config.json. */
+static bool write_encoder(const char *dir, const char *modules,
+                          const char *pool, const char *sbert)
+{
+    char sub[TT_PATH_MAX];
+    tt_path(sub, dir, "1_Pooling");
+    mkdir(sub, 0700);
+    return write_model(dir, NULL, NULL, NULL, "", TM_F32) &&
+           write_text(dir, "tokenizer.json", TOKENIZER) &&
+           write_text(dir, "modules.json", modules) &&
+           write_text(sub, "config.json", pool) &&
+           write_text(dir, "sentence_bert_config.json", sbert);
+}
+
+static void remove_encoder(const char *dir)
+{
+    char sub[TT_PATH_MAX];
+    tt_path(sub, dir, "1_Pooling");
+    tt_rmdir(sub);
+    tt_rmdir(dir);
+}
+
+TEST(sentence_encoder_equals_the_model_on_the_tokenizers_ids)
+{
+    char dir[TT_PATH_MAX];
+    REQUIRE(tt_tmpdir(dir));
+    REQUIRE(write_encoder(dir, MODULES, POOL_MEAN,
+                          "{\"max_seq_length\": 256}"));
+    tm_sentence_encoder *e = tm_sentence_encoder_load(dir);
+    REQUIRE(e);
+    CHECK_INT(tm_sentence_encoder_dim(e), H);
+    CHECK_INT(tm_sentence_encoder_max_seq_length(e), P); /* capped */
+    CHECK(tm_sentence_encoder_normalizes(e));
+    tm_token_buf b = {0};
+    REQUIRE(tm_sentence_encoder_tokenize(e, "The cats.", 9, &b) == TM_OK);
+    int32_t want[6] = {2, 8, 6, 7, 9, 3};
+    CHECK_INT(b.n, 6);
+    for (int k = 0; k < 6 && k < b.n; k++) CHECK_INT(b.ids[k], want[k]);
+    tm_token_buf_free(&b);
+    /* truncation keeps [CLS] ... [SEP] inside max_seq_length */
+    REQUIRE(tm_sentence_encoder_tokenize(
+                e, "a a a a a a a a a a a a a a", 27, &b) == TM_OK);
+    CHECK_INT(b.n, P);
+    CHECK_INT(b.ids[0], 2);
+    CHECK_INT(b.ids[P - 1], 3);
+    tm_token_buf_free(&b);
+
+    const char *texts[3] = {"a b", "The cats.", ""};
+    float one[3 * H], two[3 * H], ref[H];
+    REQUIRE(tm_sentence_encoder_encode(e, texts, 3, 1, one) == TM_OK);
+    REQUIRE(tm_sentence_encoder_encode(e, texts, 3, 2, two) == TM_OK);
+    for (int k = 0; k < 3 * H; k++) CHECK_NEAR(two[k], one[k], 1e-6);
+    int64_t idv[6] = {2, 8, 6, 7, 9, 3};
+    tm_tensor *ids = ints(idv, 1, 6);
+    tm_tensor *y = tm_bert_embed(tm_sentence_encoder_model(e), ids, NULL);
+    REQUIRE(y);
+    REQUIRE(tm_copy_to_buffer(y, ref, sizeof ref, TM_F32) == TM_OK);
+    for (int k = 0; k < H; k++) CHECK_NEAR(one[H + k], ref[k], 1e-6);
+    tm_free(y);
+    tm_free(ids);
+    const char *bad[2] = {"a", NULL};
+    CHECK_STATUS(tm_sentence_encoder_encode(e, bad, 2, 1, one), TM_EINVAL,
+                 "texts[1] is NULL");
+    const char *utf[1] = {"a\xff"};
+    CHECK_STATUS(tm_sentence_encoder_encode(e, utf, 1, 1, one), TM_EINVAL,
+                 "not valid UTF-8");
+    tm_sentence_encoder_free(e);
+    remove_encoder(dir);
+}
+
+static void check_encoder_fails(const char *file, int line, const char *dir,
+                                tm_status st, const char *substr)
+{
+    tm_clear_error();
+    tm_sentence_encoder *e = tm_sentence_encoder_load(dir);
+    tt_check_error(file, line, "tm_sentence_encoder_load", e == NULL, st,
+                   substr);
+    tm_sentence_encoder_free(e);
+}
+#define CHECK_ENCODER_FAILS(dir, st, substr)                                  \
+    check_encoder_fails(__FILE__, __LINE__, (dir), (st), (substr))
+
+TEST(sentence_encoder_refuses_unsupported_modules_and_pooling)
+{
+    char dir[TT_PATH_MAX];
+    REQUIRE(tt_tmpdir(dir));
+    REQUIRE(write_encoder(dir,
+                          "[{\"type\": \"sentence_transformers.models."
+                          "Transformer\"}, {\"type\": \"sentence_transformers"
+                          ".models.Dense\"}]",
+                          POOL_MEAN, "{}"));
+    CHECK_ENCODER_FAILS(dir, TM_EUNSUPPORTED, "module 1 is \"sentence_"
+                        "transformers.models.Dense\"");
+    REQUIRE(write_encoder(dir, MODULES,
+                          "{\"pooling_mode_mean_tokens\": true, "
+                          "\"pooling_mode_cls_token\": true}", "{}"));
+    CHECK_ENCODER_FAILS(dir, TM_EUNSUPPORTED, "2 pooling modes are on");
+    REQUIRE(write_encoder(dir, MODULES,
+                          "{\"pooling_mode_mean_sqrt_len_tokens\": true}",
+                          "{}"));
+    CHECK_ENCODER_FAILS(dir, TM_EUNSUPPORTED,
+                        "\"pooling_mode_mean_sqrt_len_tokens\" is not "
+                        "supported");
+    REQUIRE(write_encoder(dir, MODULES, POOL_MEAN,
+                          "{\"max_seq_length\": -3}"));
+    CHECK_ENCODER_FAILS(dir, TM_EFORMAT, "\"max_seq_length\" must be a "
+                        "positive integer");
+    REQUIRE(write_encoder(dir, MODULES, POOL_MEAN, "{\"max_seq_length\": 8}"));
+    REQUIRE(write_text(dir, "tokenizer.json", "{\"model\": {\"type\": \"X\"}}"));
+    CHECK_ENCODER_FAILS(dir, TM_EUNSUPPORTED, "tokenizer.json");
+    /* cls pooling: the [CLS] state */
+    REQUIRE(write_encoder(dir, MODULES, "{\"pooling_mode_cls_token\": true}",
+                          "{\"max_seq_length\": 8}"));
+    tm_sentence_encoder *e = tm_sentence_encoder_load(dir);
+    REQUIRE(e);
+    CHECK_INT(tm_sentence_encoder_max_seq_length(e), 8);
+    const char *t[1] = {"a b"};
+    float got[H], ref[4 * H];
+    REQUIRE(tm_sentence_encoder_encode_ex(e, t, 1, 4, false, got) == TM_OK);
+    int64_t idv[4] = {2, 4, 5, 3};
+    tm_tensor *ids = ints(idv, 1, 4);
+    tm_tensor *y = tm_bert_forward(tm_sentence_encoder_model(e), ids, NULL,
+                                   NULL);
+    REQUIRE(y);
+    REQUIRE(tm_copy_to_buffer(y, ref, sizeof ref, TM_F32) == TM_OK);
+    for (int k = 0; k < H; k++) CHECK_NEAR(got[k], ref[k], 1e-6);
+    tm_free(y);
+    tm_free(ids);
+    tm_sentence_encoder_free(e);
+    remove_encoder(dir);
+    CHECK_ENCODER_FAILS("/nonexistent/foundry/st", TM_EIO, "config.json");
+}
