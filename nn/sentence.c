@@ -205,6 +205,9 @@ static tm_status find_template(tm_sentence_encoder *e, const char *fn)
     static const char probe[] = "a";
     tm_status st = tm_tokenizer_encode_ex(e->tok, probe, 1, false, &bare);
     if (!st) st = tm_tokenizer_encode_ex(e->tok, probe, 1, true, &full);
+    if (!st && bare.n == 0)
+        st = tm__errf(TM_EUNSUPPORTED, fn,
+                      "tokenizer.json: the probe text \"a\" gives no ids");
     if (!st) {
         int64_t extra = full.n - bare.n, k = 0;
         bool found = false;
@@ -219,9 +222,10 @@ static tm_status find_template(tm_sentence_encoder *e, const char *fn)
         else {
             e->npre = (int)k;
             e->npost = (int)(extra - k);
-            memcpy(e->pre, full.ids, (size_t)k * sizeof *full.ids);
-            memcpy(e->post, full.ids + k + bare.n,
-                   (size_t)(extra - k) * sizeof *full.ids);
+            if (k) memcpy(e->pre, full.ids, (size_t)k * sizeof *full.ids);
+            if (extra - k)
+                memcpy(e->post, full.ids + k + bare.n,
+                       (size_t)(extra - k) * sizeof *full.ids);
         }
     }
     tm_token_buf_free(&bare);
@@ -294,6 +298,7 @@ const tm_tokenizer *tm_sentence_encoder_tokenizer(const tm_sentence_encoder *e)
 
 static tm_status push(tm_token_buf *b, const int32_t *ids, int64_t n)
 {
+    if (n == 0) return TM_OK; /* ids may be NULL then */
     if (b->n + n > b->cap) {
         int64_t cap = b->cap ? b->cap : 16;
         while (cap < b->n + n) cap *= 2;
