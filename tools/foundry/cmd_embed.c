@@ -90,7 +90,10 @@ int cmd_embed(int argc, char **argv)
         }
         if (n == CHUNK || (got < 0 && n > 0)) {
             if (tm_sentence_encoder_encode_ex(e, (const char *const *)lines, n, batch, norm, out)) {
-                rc = cli_lib_error(sub);
+                /* texts[i] in the library's message is line first + i */
+                rc = cli_error(sub, "lines %lld-%lld (texts[0] = line %lld): %s",
+                               (long long)(lineno - n + 1), (long long)lineno,
+                               (long long)(lineno - n + 1), tm_last_error());
                 goto done;
             }
             for (int64_t i = 0; i < n; i++) write_row(out + i * dim, dim, tsv);
