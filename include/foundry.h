@@ -8,8 +8,8 @@
  * (parameters, initialisers, layers), foundry/nn_functional.h (losses,
  * conv, pooling), foundry/optim.h (optimizers, schedules, clipping),
  * foundry/io.h (safetensors, IDX), foundry/attention.h (attention, RoPE,
- * KV cache), foundry/models.h (GPT / Llama models), foundry/backend.h
- * (device backends).
+ * KV cache), foundry/models.h (GPT / Llama models), foundry/bert.h (BERT
+ * encoders, sentence embeddings), foundry/backend.h (device backends).
  */
 #ifndef FOUNDRY_H
 #define FOUNDRY_H
@@ -28,6 +28,7 @@
 #include "foundry/data.h"
 #include "foundry/tokenizer.h"
 #include "foundry/models.h"
+#include "foundry/bert.h"
 #include "foundry/gguf.h"
 #include "foundry/quantize.h"
 

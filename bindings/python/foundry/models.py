@@ -22,8 +22,9 @@ from ._base import wrap
 from ._tensor import Tensor
 from .nn.module import Module, Parameter
 from ._models_generate import GenerationMixin, Sampler  # noqa: F401
+from ._sentence import SentenceEncoder  # noqa: F401
 
-__all__ = ["GPTConfig", "GPT", "load"]
+__all__ = ["GPTConfig", "GPT", "load", "SentenceEncoder"]
 
 _POS = ("learned", "rope")
 _NORM = ("layernorm", "rmsnorm")
