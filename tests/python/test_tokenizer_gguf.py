@@ -119,3 +119,19 @@ def test_unsupported_and_malformed_metadata(tmp_path):
     assert t.encode("ab").ids == [2]
     with pytest.raises(ValueError, match="no token for byte"):
         t.encode("z")
+
+
+def test_cli_tokenize_with_a_gguf_model():
+    import os
+    import subprocess
+    root = pathlib.Path(__file__).resolve().parents[2]
+    bin_ = pathlib.Path(os.environ.get("FOUNDRY_BIN", root / "bin" / "foundry"))
+    if not bin_.exists():
+        pytest.skip(f"{bin_} is not built (make)")
+    case = next(c for c in FIXTURE["cases"] if c["kind"] == "multilingual")
+    out = subprocess.run([str(bin_), "tokenize", "encode", "--model", str(_model())], input=case["text"].encode(),
+                         capture_output=True, check=True)
+    assert [int(x) for x in out.stdout.split()] == case["ids"]
+    out = subprocess.run([str(bin_), "tokenize", "decode", "--model", str(_model())] + [str(i) for i in case["ids"]],
+                         capture_output=True, check=True)
+    assert out.stdout.decode() == case["text"]
