@@ -139,6 +139,79 @@ tm_status tm_tokenizer_json_defaults_of(const tm_tokenizer *t, tm_tokenizer_json
  * is TM_ERANGE (NULL). */
 char *tm_tokenizer_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, size_t *len);
 
+/* ---- GGUF vocabularies and chat templates ---- */
+
+struct tm_gguf; /* foundry/gguf.h */
+
+/* The tokenizer a GGUF file's tokenizer.ggml.* metadata describes (as
+ * llama.cpp reads it).  tokenizer.ggml.model must be "gpt2" (byte-level
+ * BPE; anything else is TM_EUNSUPPORTED naming the key and value); tokens
+ * are in the byte-level mapped form, merges "a b" strings ranked by index.
+ * tokenizer.ggml.pre picks llama.cpp's pre-tokenizer: "smollm" (and
+ * "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b")
+ * split every digit off, then the GPT-2 pattern; "gpt-2" (and "gpt2",
+ * "phi-2", "mpt", "olmo", "jais", ...) the GPT-2 pattern; "llama-bpe" /
+ * "llama3" (and llama.cpp's aliases) the Llama-3 pattern with merges
+ * ignored for whole-token pieces.  Any other pre, and a missing one
+ * (llama.cpp's "default", a different multi-regex split), is
+ * TM_EUNSUPPORTED naming it.  Token types: control (3) tokens become
+ * special added tokens, user-defined (4) added tokens, the rest model
+ * tokens.  TM_EFORMAT naming the key for malformed metadata (tokens not an
+ * array of strings, token_type of another length, a merge naming an
+ * unknown token, a special id out of range).  A byte the vocabulary has
+ * no token for (SmolLM2 lacks 21, none of them in valid UTF-8 text but
+ * for some ASCII controls) fails to encode (TM_EINVAL), where llama.cpp
+ * throws.  The result does not depend on g afterwards. */
+tm_tokenizer *tm_tokenizer_from_gguf(const struct tm_gguf *g);
+
+/* The special ids the metadata names (tokenizer.ggml.bos_token_id,
+ * eos_token_id, padding_token_id, unknown_token_id; -1 when absent) and
+ * add_bos_token / add_eos_token (absent: false, except true for the
+ * Llama-3 pre-tokenizers, as llama.cpp defaults).  Validates what
+ * tm_tokenizer_from_gguf does about these keys. */
+typedef struct tm_tokenizer_gguf_info {
+    int64_t bos_id, eos_id, pad_id, unk_id;
+    bool add_bos, add_eos;
+} tm_tokenizer_gguf_info;
+tm_status tm_tokenizer_gguf_info_of(const struct tm_gguf *g, tm_tokenizer_gguf_info *out);
+
+/* Chat templates: the Jinja2 text of tokenizer.chat_template (GGUF) or
+ * tokenizer_config.json's chat_template, rendered as Hugging Face's
+ * apply_chat_template does (Jinja2 with trim_blocks and lstrip_blocks).
+ * The interpreter covers the subset chat templates use: text, {{ }},
+ * {# #}, whitespace control (-, +), {% if/elif/else %}, {% for x in xs
+ * [if c] %} with loop.index/index0/first/last/length/revindex and
+ * else/break/continue, {% set x = v %} and {% set ns.x = v %}
+ * (namespace()), string/int/bool/none literals and lists, + - * // % ~,
+ * == != < > <= >=, and or not, in / not in, x if c else y, subscripts
+ * and slices, attributes, the filters trim, length, count, default,
+ * first, last, join, upper, lower, string, tojson, the tests defined,
+ * undefined, none, string, number, boolean, mapping, iterable, odd,
+ * even, the str methods strip/lstrip/rstrip/startswith/endswith/upper/
+ * lower/replace/split and dict get/keys/values, range() and
+ * raise_exception(msg).  Variables: messages (role, content),
+ * add_generation_prompt, bos_token and eos_token (when set).  Anything
+ * else is TM_EUNSUPPORTED naming the construct: statements when the
+ * template is parsed, filters, tests and methods when they run. */
+typedef struct tm_chat_msg { const char *role, *content; } tm_chat_msg;
+typedef struct tm_chat_template tm_chat_template;
+/* Parses jinja_text (NUL-terminated).  NULL with TM_EFORMAT (syntax, with
+ * its line) or TM_EUNSUPPORTED. */
+tm_chat_template *tm_chat_template_new(const char *jinja_text);
+void tm_chat_template_free(tm_chat_template *t);   /* NULL is a no-op */
+/* bos_token and eos_token for the template (copied; NULL: undefined). */
+tm_status tm_chat_template_set_tokens(tm_chat_template *t, const char *bos_token, const char *eos_token);
+/* The template of a GGUF file (tokenizer.chat_template), with bos_token
+ * and eos_token set from tokenizer.ggml.bos/eos_token_id.  NULL with
+ * TM_EFORMAT when the key is missing or not a string. */
+tm_chat_template *tm_chat_template_from_gguf(const struct tm_gguf *g);
+/* The prompt text for msgs[n] (malloc'd, NUL-terminated; *len, which may
+ * be NULL, its length); with add_generation_prompt the template appends
+ * the assistant header.  NULL with an error naming the template line
+ * (raise_exception's message is TM_EINVAL). */
+char *tm_chat_template_apply(const tm_chat_template *t, const tm_chat_msg *msgs, int n,
+                             bool add_generation_prompt, size_t *len);
+
 /* ---- training ---- */
 
 /* Byte-level BPE training, as Hugging Face tokenizers' BpeTrainer with a
