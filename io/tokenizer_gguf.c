@@ -291,3 +291,35 @@ done:
     free(strs), free(lens), free(kind), free(mg), free(map.slot);
     return t;
 }
+
+/* The token string of the id stored under key (NULL: absent). */
+static const char *token_of(const tm_gguf *g, const char *key)
+{
+    const tm_gguf_value *v = tm_gguf_get(g, key), *tokens = tm_gguf_get(g, "tokenizer.ggml.tokens");
+    int64_t id;
+    if (!v || !tokens || tm_gguf_value_i64(v, &id) < 0 || tm_gguf_value_type(tokens) != TM_GGUF_ARRAY ||
+        tm_gguf_array_type(tokens) != TM_GGUF_STRING || id < 0 || id >= tm_gguf_array_len(tokens))
+        return NULL;
+    return tm_gguf_value_str(tm_gguf_array_get(tokens, id), NULL);
+}
+
+tm_chat_template *tm_chat_template_from_gguf(const tm_gguf *g)
+{
+    if (!g) {
+        TM_ERR(TM_EINVAL, "g is NULL");
+        return NULL;
+    }
+    const tm_gguf_value *v = tm_gguf_get(g, "tokenizer.chat_template");
+    const char *text = v ? tm_gguf_value_str(v, NULL) : NULL;
+    if (!text) {
+        TM_ERR(TM_EFORMAT, "key tokenizer.chat_template is %s", v ? "not a string" : "missing");
+        return NULL;
+    }
+    tm_chat_template *t = tm_chat_template_new(text);
+    if (t && tm_chat_template_set_tokens(t, token_of(g, "tokenizer.ggml.bos_token_id"),
+                                         token_of(g, "tokenizer.ggml.eos_token_id")) < 0) {
+        tm_chat_template_free(t);
+        t = NULL;
+    }
+    return t;
+}

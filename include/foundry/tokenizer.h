@@ -132,6 +132,43 @@ typedef struct tm_tokenizer_gguf_info {
 } tm_tokenizer_gguf_info;
 tm_status tm_tokenizer_gguf_info_of(const struct tm_gguf *g, tm_tokenizer_gguf_info *out);
 
+/* Chat templates: the Jinja2 text of tokenizer.chat_template (GGUF) or
+ * tokenizer_config.json's chat_template, rendered as Hugging Face's
+ * apply_chat_template does (Jinja2 with trim_blocks and lstrip_blocks).
+ * The interpreter covers the subset chat templates use: text, {{ }},
+ * {# #}, whitespace control (-, +), {% if/elif/else %}, {% for x in xs
+ * [if c] %} with loop.index/index0/first/last/length/revindex and
+ * else/break/continue, {% set x = v %} and {% set ns.x = v %}
+ * (namespace()), string/int/bool/none literals and lists, + - * // % ~,
+ * == != < > <= >=, and or not, in / not in, x if c else y, subscripts
+ * and slices, attributes, the filters trim, length, count, default,
+ * first, last, join, upper, lower, string, tojson, the tests defined,
+ * undefined, none, string, number, boolean, mapping, iterable, odd,
+ * even, the str methods strip/lstrip/rstrip/startswith/endswith/upper/
+ * lower/replace/split and dict get/keys/values, range() and
+ * raise_exception(msg).  Variables: messages (role, content),
+ * add_generation_prompt, bos_token and eos_token (when set).  Anything
+ * else is TM_EUNSUPPORTED naming the construct: statements when the
+ * template is parsed, filters, tests and methods when they run. */
+typedef struct tm_chat_msg { const char *role, *content; } tm_chat_msg;
+typedef struct tm_chat_template tm_chat_template;
+/* Parses jinja_text (NUL-terminated).  NULL with TM_EFORMAT (syntax, with
+ * its line) or TM_EUNSUPPORTED. */
+tm_chat_template *tm_chat_template_new(const char *jinja_text);
+void tm_chat_template_free(tm_chat_template *t);   /* NULL is a no-op */
+/* bos_token and eos_token for the template (copied; NULL: undefined). */
+tm_status tm_chat_template_set_tokens(tm_chat_template *t, const char *bos_token, const char *eos_token);
+/* The template of a GGUF file (tokenizer.chat_template), with bos_token
+ * and eos_token set from tokenizer.ggml.bos/eos_token_id.  NULL with
+ * TM_EFORMAT when the key is missing or not a string. */
+tm_chat_template *tm_chat_template_from_gguf(const struct tm_gguf *g);
+/* The prompt text for msgs[n] (malloc'd, NUL-terminated; *len, which may
+ * be NULL, its length); with add_generation_prompt the template appends
+ * the assistant header.  NULL with an error naming the template line
+ * (raise_exception's message is TM_EINVAL). */
+char *tm_chat_template_apply(const tm_chat_template *t, const tm_chat_msg *msgs, int n,
+                             bool add_generation_prompt, size_t *len);
+
 /* ---- training ---- */
 
 /* Byte-level BPE training, as Hugging Face tokenizers' BpeTrainer with a

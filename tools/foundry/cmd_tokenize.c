@@ -120,17 +120,31 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
+/* A tokenizer.json, or the tokenizer.ggml.* vocabulary of a .gguf model file. */
+static tm_tokenizer *load_tokenizer(const char *path)
+{
+    size_t n = strlen(path);
+    if (n < 5 || strcmp(path + n - 5, ".gguf") != 0)
+        return tm_tokenizer_load(path);
+    tm_gguf *g = tm_gguf_open(path);
+    tm_tokenizer *t = g ? tm_tokenizer_from_gguf(g) : NULL;
+    tm_gguf_close(g);
+    return t;
+}
+
 static int tok_encode(int argc, char **argv)
 {
     const char *path = NULL;
     cli_flag flags[] = {
         {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .meta = "FILE",
-         .help = "tokenizer.json (or a run directory holding one) (required)"},
+         .help = "tokenizer.json (or a run directory holding one), or a .gguf model (required)"},
+        {.name = "--model", .kind = CLI_STR, .dst = &path, .meta = "FILE.gguf",
+         .help = "the same: a GGUF model whose tokenizer.ggml.* metadata is the tokenizer"},
     };
     cli_cmd cmd = {
-        .name = "tokenize encode", .usage = "tokenize encode --tokenizer FILE [TEXT | < stdin]",
+        .name = "tokenize encode", .usage = "tokenize encode --tokenizer FILE|--model FILE.gguf [TEXT | < stdin]",
         .summary = "Prints the token ids of TEXT (or of standard input, bytes as they are), space-separated.",
-        .flags = flags, .n_flags = 1, .min_pos = 0, .max_pos = 1,
+        .flags = flags, .n_flags = 2, .min_pos = 0, .max_pos = 1,
     };
     const char **pos = NULL;
     int npos = 0, rc = cli_parse(&cmd, argc, argv, &pos, &npos);
@@ -142,10 +156,10 @@ static int tok_encode(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     if (!path) {
         free(pos);
-        return cli_usage_error("tokenize encode", "--tokenizer FILE is required");
+        return cli_usage_error("tokenize encode", "--tokenizer FILE (or --model FILE.gguf) is required");
     }
     rc = CLI_RUNTIME;
-    if (!(tok = tm_tokenizer_load(path)))
+    if (!(tok = load_tokenizer(path)))
         goto done;
     if (npos) {
         len = strlen(pos[0]);
@@ -175,13 +189,15 @@ static int tok_decode(int argc, char **argv)
     const char *path = NULL;
     bool skip = false;
     cli_flag flags[] = {
-        {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .meta = "FILE", .help = "tokenizer.json (required)"},
+        {.name = "--tokenizer", .kind = CLI_STR, .dst = &path, .meta = "FILE",
+         .help = "tokenizer.json or a .gguf model (required)"},
+        {.name = "--model", .kind = CLI_STR, .dst = &path, .meta = "FILE.gguf", .help = "the same: a GGUF model"},
         {.name = "--skip-special", .kind = CLI_BOOL, .dst = &skip, .help = "leave special tokens out"},
     };
     cli_cmd cmd = {
-        .name = "tokenize decode", .usage = "tokenize decode --tokenizer FILE IDS...",
+        .name = "tokenize decode", .usage = "tokenize decode --tokenizer FILE|--model FILE.gguf IDS...",
         .summary = "Writes the bytes of the token ids to standard output (no newline added).",
-        .flags = flags, .n_flags = 2, .min_pos = 1, .max_pos = 1 << 30,
+        .flags = flags, .n_flags = 3, .min_pos = 1, .max_pos = 1 << 30,
     };
     const char **pos = NULL;
     int npos = 0, rc = cli_parse(&cmd, argc, argv, &pos, &npos);
@@ -192,7 +208,7 @@ static int tok_decode(int argc, char **argv)
     if (rc != CLI_OK)
         return rc < 0 ? CLI_OK : rc;
     if (!path) {
-        rc = cli_usage_error("tokenize decode", "--tokenizer FILE is required");
+        rc = cli_usage_error("tokenize decode", "--tokenizer FILE (or --model FILE.gguf) is required");
         goto done;
     }
     if (!(ids = malloc((size_t)npos * sizeof *ids))) {
@@ -208,7 +224,7 @@ static int tok_decode(int argc, char **argv)
         ids[i] = (int32_t)v;
     }
     rc = CLI_RUNTIME;
-    if (!(tok = tm_tokenizer_load(path)) || !(bytes = tm_tokenizer_decode(tok, ids, npos, skip, &len)))
+    if (!(tok = load_tokenizer(path)) || !(bytes = tm_tokenizer_decode(tok, ids, npos, skip, &len)))
         goto done;
     fwrite(bytes, 1, len, stdout);
     rc = CLI_OK;

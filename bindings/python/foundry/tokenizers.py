@@ -13,7 +13,7 @@ import os
 
 from ._c import ffi, lib, error
 
-__all__ = ["Tokenizer", "Encoding"]
+__all__ = ["Tokenizer", "Encoding", "PreTrainedTokenizer", "ChatTemplate"]
 
 
 def _cfree(p):
@@ -64,6 +64,19 @@ class Tokenizer:
     @classmethod
     def from_file(cls, path):
         return cls(lib.tm_tokenizer_load(os.fsencode(os.fspath(path))))
+
+    @classmethod
+    def from_gguf(cls, path):
+        """The tokenizer a GGUF file's tokenizer.ggml.* metadata describes
+        (byte-level BPE, "gpt2" model).  For its special ids and chat
+        template use PreTrainedTokenizer.from_gguf."""
+        g = lib.tm_gguf_open(os.fsencode(os.fspath(path)))
+        if g == ffi.NULL:
+            raise error()
+        try:
+            return cls(lib.tm_tokenizer_from_gguf(g))
+        finally:
+            lib.tm_gguf_close(g)
 
     @classmethod
     def from_str(cls, json):
@@ -173,3 +186,6 @@ class Tokenizer:
 
     def __repr__(self):
         return f"Tokenizer(vocab_size={self.get_vocab_size()})"
+
+
+from ._hf_tokenizer import ChatTemplate, PreTrainedTokenizer  # noqa: E402
