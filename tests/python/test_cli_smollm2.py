@@ -41,8 +41,8 @@ def test_generate_greedy_prints_llamacpp_text():
     ref = json.loads((DATA / "ref.json").read_text())
     for name in ("english", "list"):
         r = ref["prompts"][name]
-        # up to a llama.cpp near-tie, and never past eos (which stops foundry)
-        n = next((i for i, g in enumerate(r["top2_gap"]) if g < 1e-3), len(r["new"]))
+        # up to a llama.cpp near-tie (test_smollm2.NEAR), never past eos
+        n = next((i for i, g in enumerate(r["top2_gap"]) if g < 0.1), len(r["new"]))
         if 2 in r["new"][:n]:
             n = r["new"].index(2)
         p = run("generate", "--model", PATH, "--prompt", r["text"], "--temperature", "0",
@@ -61,19 +61,23 @@ def _decode(ids):
 
 
 def test_chat_from_a_pipe_answers_each_turn():
-    p = run("chat", "--model", PATH, "--max-new-tokens", 40, "--threads", 2,
-            stdin=b"What is the capital of France?\nAnd of Italy?\n")
+    """The first turn's prompt is the fixture's "chat" prompt (the template
+    adds SmolLM2's default system message): its 32-token reply is
+    llama.cpp's (no near-tie in it), a second turn follows."""
+    ref = json.loads((DATA / "ref.json").read_text())["prompts"]["chat"]
+    assert 2 not in ref["new"] and min(ref["top2_gap"]) >= 0.01
+    p = run("chat", "--model", PATH, "--max-new-tokens", 32, "--threads", 2,
+            stdin=b"What is the capital of France?\n\nWhat is 2+2?\n")
     assert p.returncode == 0, p.stderr
-    lines = [s for s in p.stdout.decode().split("\n") if s.strip()]
-    assert len(lines) >= 2, p.stdout
-    assert "Paris" in lines[0], lines
-    assert "Rome" in p.stdout.decode(), lines
+    lines = p.stdout.decode().split("\n")
+    assert lines[0] == _decode(ref["new"]), lines
+    assert len(lines) == 3 and lines[1].strip() and lines[2] == "", lines
     assert "<|im_end|>" not in p.stdout.decode()
 
 
 def test_chat_system_flag_and_usage():
-    p = run("chat", "--model", PATH, "--system", "Answer with one word.",
-            "--max-new-tokens", 8, stdin=b"Capital of France?\n")
+    p = run("chat", "--model", PATH, "--system", "You are a helpful assistant.",
+            "--max-new-tokens", 16, stdin=b"What is the capital of France?\n")
     assert p.returncode == 0 and "Paris" in p.stdout.decode(), p.stderr
     p = run("chat")
     assert p.returncode == 2 and b"--model" in p.stderr
