@@ -38,7 +38,8 @@ int cmd_eval(int argc, char **argv)
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
          .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
-                 ".gguf file, quantized or not (required)"},
+                 ".gguf file, quantized or not: Foundry's own or llama.cpp's Llama layout with its "
+                 "tokenizer (e.g. SmolLM2-135M-Instruct.Q4_1.gguf) (required)"},
         {.name = "--data", .kind = CLI_STR, .dst = &data, .meta = "FILE",
          .help = "a .ftok token dataset made with the model's tokenizer (default data.ftok in the "
                  "model's directory), or a text file (any other name), tokenized with the model's "

@@ -86,7 +86,8 @@ int cmd_generate(int argc, char **argv)
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
          .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
-                 ".gguf file, quantized or not (required)"},
+                 ".gguf file, quantized or not: Foundry's own or llama.cpp's Llama layout with its "
+                 "tokenizer (e.g. SmolLM2-135M-Instruct.Q4_1.gguf) (required)"},
         {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .meta = "TEXT", .help = "text to continue"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 0, .hi = 1e9, .meta = "N",
          .help = "tokens to generate at most"},
