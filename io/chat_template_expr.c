@@ -44,6 +44,7 @@ static void *fail(ct_lex *L, tm_status st, const char *what)
     if (!L->failed)
         tm__errf(st, L->fn, "line %zu: %s", line_at(L, L->tpos), what);
     L->failed = true;
+    L->t = T_END; /* nothing more to read: every parsing loop ends */
     return NULL;
 }
 

@@ -42,9 +42,10 @@ typedef struct variant {
     const char *bad_merge;       /* replaces merge 0 when set */
     int64_t bos;                 /* tokenizer.ggml.bos_token_id */
     bool tokens_as_ints;
+    bool no_add_bos_key;         /* leave tokenizer.ggml.add_bos_token out */
 } variant;
 
-static const variant ok_variant = {"gpt2", "smollm", N_TOK, NULL, 1, false};
+static const variant ok_variant = {"gpt2", "smollm", N_TOK, NULL, 1, false, false};
 
 /* Writes the file for v into dir and opens it (NULL on a writer error). */
 static tm_gguf *open_variant(const char *dir, const variant *v)
@@ -85,7 +86,8 @@ static tm_gguf *open_variant(const char *dir, const variant *v)
     ok &= tm_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)v->bos) == TM_OK;
     ok &= tm_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", 0) == TM_OK;
     ok &= tm_gguf_set_u32(w, "tokenizer.ggml.padding_token_id", 0) == TM_OK;
-    ok &= tm_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", false) == TM_OK;
+    if (!v->no_add_bos_key)
+        ok &= tm_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", false) == TM_OK;
     ok &= ok && tm_gguf_writer_write(w, path) == TM_OK;
     tm_gguf_writer_free(w);
     return ok ? tm_gguf_open(path) : NULL;
@@ -172,6 +174,30 @@ TEST(tokenizer_gguf_gpt2_pre_and_info)
     CHECK_INT(info.pad_id, 0);
     CHECK_INT(info.unk_id, -1);
     CHECK(!info.add_bos && !info.add_eos);
+    tm_tokenizer_free(t);
+    tm_gguf_close(g);
+}
+
+TEST(tokenizer_gguf_llama3_pre)
+{
+    char dir[TT_PATH_MAX];
+    if (!tt_tmpdir(dir))
+        return;
+    variant v = ok_variant;
+    v.pre = "llama-bpe", v.no_add_bos_key = true;
+    tm_gguf *g = open_variant(dir, &v);
+    tt_rmdir(dir);
+    REQUIRE(g != NULL);
+    tm_tokenizer *t = tm_tokenizer_from_gguf(g);
+    REQUIRE(t != NULL);
+    int32_t ids[8];
+    /* Llama-3's pattern keeps up to 3 digits together */
+    CHECK_INT(encode(t, "hello12", ids, 8), 2);
+    CHECK_INT(ids[0], ID_HELLO);
+    CHECK_INT(ids[1], ID_12);
+    tm_tokenizer_gguf_info info;
+    REQUIRE(tm_tokenizer_gguf_info_of(g, &info) == TM_OK);
+    CHECK(info.add_bos); /* llama.cpp's default for the Llama-3 pre-tokenizers */
     tm_tokenizer_free(t);
     tm_gguf_close(g);
 }

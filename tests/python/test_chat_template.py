@@ -98,3 +98,31 @@ def test_runtime_errors():
     assert ChatTemplate("[{{ foo }}]{% for x in foo %}y{% endfor %}").apply([]) == "[]"
     with pytest.raises(NotImplementedError, match="keys other than role and content"):
         ChatTemplate("x").apply([{"role": "user", "content": "a", "tool_calls": []}])
+
+
+def test_mutated_templates_never_crash():
+    """2000 seeded random mutations of the fixture templates: each parses
+    and renders or fails with a FoundryError, never a crash or a hang."""
+    import random
+    import foundry
+    r = random.Random(7)
+    sources = list(TEMPLATES.values())
+    pieces = ["{%", "%}", "{{", "}}", "{#", "#}", "-", "'", '"', "(", ")", "[", "]", "|", ".", " if ", " else ",
+              " for ", " in ", " not ", "endif", "endfor", "loop", "\\", "\n", "ns.", "=", "~", "%", "//", ":"]
+    msgs = EXPECTED["conversations"]["tool_turns"]
+    ok = 0
+    for _ in range(2000):
+        s = list(r.choice(sources))
+        for _ in range(r.randint(1, 4)):
+            i = r.randrange(len(s) + 1)
+            if r.random() < 0.5 and s:
+                del s[i:i + r.randint(1, 6)]
+            else:
+                s[i:i] = r.choice(pieces)
+        try:
+            t = ChatTemplate("".join(s), "<s>", "</s>")
+            t.apply(msgs, r.random() < 0.5)
+            ok += 1
+        except foundry.FoundryError:
+            pass
+    assert ok > 0

@@ -64,11 +64,9 @@ def test_chat_template_from_the_file(tok):
     assert "SmolLM" in tok.chat_template
 
 
-def test_same_as_hf_tokenizers_on_a_rebuilt_tokenizer_json():
-    """The vocabulary and merges rebuilt as a tokenizer.json with SmolLM2's
-    pre-tokenizer (Digits(individual) then ByteLevel) load in HF tokenizers
-    and in Foundry; both give llama.cpp's ids."""
-    tokenizers = pytest.importorskip("tokenizers")
+def _rebuilt_tokenizer_json():
+    """SmolLM2's vocabulary and merges from the GGUF as a HF tokenizer.json
+    with its pre-tokenizer (Digits(individual) then ByteLevel)."""
     gguf = pytest.importorskip("gguf")
     r = gguf.GGUFReader(str(_model()))
 
@@ -79,21 +77,46 @@ def test_same_as_hf_tokenizers_on_a_rebuilt_tokenizer_json():
     toks, merges = strs("tokenizer.ggml.tokens"), strs("tokenizer.ggml.merges")
     tt = r.fields["tokenizer.ggml.token_type"]
     types = [int(tt.parts[i][0]) for i in tt.data]
-    j = {"version": "1.0", "truncation": None, "padding": None, "normalizer": None,
-         "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                           "normalized": False, "special": True} for i, t in enumerate(toks) if types[i] == 3],
-         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-             {"type": "Digits", "individual_digits": True},
-             {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]},
-         "post_processor": None,
-         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                   "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-                   "ignore_merges": False, "vocab": {t: i for i, t in enumerate(toks)}, "merges": merges}}
+    f = r.fields["tokenizer.chat_template"]
+    template = bytes(f.parts[f.data[0]]).decode("utf-8")
+    return {"version": "1.0", "truncation": None, "padding": None, "normalizer": None,
+            "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                              "normalized": False, "special": True} for i, t in enumerate(toks) if types[i] == 3],
+            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                {"type": "Digits", "individual_digits": True},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]},
+            "post_processor": None,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                      "ignore_merges": False, "vocab": {t: i for i, t in enumerate(toks)},
+                      "merges": merges}}, template
+
+
+def test_same_as_hf_tokenizers_on_a_rebuilt_tokenizer_json():
+    """The rebuilt tokenizer.json loads in HF tokenizers and in Foundry;
+    both give llama.cpp's ids."""
+    tokenizers = pytest.importorskip("tokenizers")
+    j, _ = _rebuilt_tokenizer_json()
     hf = tokenizers.Tokenizer.from_str(json.dumps(j))
     ours = Tokenizer.from_gguf(_model())
     for c in FIXTURE["cases"]:
         assert hf.encode(c["text"]).ids == c["ids"] == ours.encode(c["text"]).ids
+
+
+def test_from_pretrained_directory_matches_from_gguf(tmp_path, tok):
+    j, template = _rebuilt_tokenizer_json()
+    (tmp_path / "tokenizer.json").write_text(json.dumps(j))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({
+        "chat_template": template, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
+        "pad_token": "<|im_end|>", "add_bos_token": False}))
+    hf_dir = PreTrainedTokenizer.from_pretrained(tmp_path)
+    assert (hf_dir.bos_token_id, hf_dir.eos_token_id, hf_dir.pad_token_id) == (1, 2, 2)
+    msgs = [{"role": "user", "content": "Hi 123"}, {"role": "assistant", "content": "Hello!"}]
+    assert hf_dir.apply_chat_template(msgs, add_generation_prompt=True) == \
+        tok.apply_chat_template(msgs, add_generation_prompt=True)
+    for c in FIXTURE["cases"][:20]:
+        assert hf_dir.encode(c["text"]) == c["ids_add_special"]
 
 
 def test_unsupported_and_malformed_metadata(tmp_path):
