@@ -94,6 +94,7 @@ tm_tokenizer *cli_load_tokenizer(const char *model);
 int cmd_train(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

@@ -86,7 +86,8 @@ int cmd_generate(int argc, char **argv)
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
          .help = "a run directory (model.safetensors or model.gguf, config.json, tokenizer.json) or a "
-                 ".gguf file, quantized or not (required)"},
+                 ".gguf file, quantized or not: Foundry's own or llama.cpp's Llama layout with its "
+                 "tokenizer (e.g. SmolLM2-135M-Instruct.Q4_1.gguf) (required)"},
         {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .meta = "TEXT", .help = "text to continue"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 0, .hi = 1e9, .meta = "N",
          .help = "tokens to generate at most"},
@@ -159,8 +160,16 @@ int cmd_generate(int argc, char **argv)
     go.sample.min_p = min_p;
     go.sample.repetition_penalty = rep;
     go.sample.seed = (uint64_t)seed;
-    go.stop_tokens = eos >= 0 ? &eos : NULL;
-    go.n_stop = eos >= 0 ? 1 : 0;
+    /* Stop at the tokenizer's eos and at the model's (a GGUF file's
+     * tokenizer.ggml.eos_token_id) when that is another id. */
+    int64_t stops[2], meos = tm_gpt_config_of(m)->eos_id;
+    int n_stop = 0;
+    if (eos >= 0)
+        stops[n_stop++] = eos;
+    if (meos >= 0 && meos != eos)
+        stops[n_stop++] = meos;
+    go.stop_tokens = n_stop ? stops : NULL;
+    go.n_stop = n_stop;
     stream_state ss = {.tok = tok, .stop_text = stop};
     go.on_token = on_token;
     go.user = &ss;

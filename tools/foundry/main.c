@@ -11,7 +11,8 @@ typedef struct sub_entry {
 
 static const sub_entry SUBS[] = {
     {"train", cmd_train, "train a GPT/Llama model on text files (the tokenizer too)"},
-    {"generate", cmd_generate, "sample text from a trained model, streamed"},
+    {"generate", cmd_generate, "sample text from a trained model or a GGUF file, streamed"},
+    {"chat", cmd_chat, "a multi-turn chat with a GGUF model, its chat template applied"},
     {"eval", cmd_eval, "loss, perplexity, bits per byte and accuracy on a dataset"},
     {"quantize", cmd_quantize, "block-quantize a model's weights (GGUF or safetensors), with each tensor's error"},
     {"tokenize", cmd_tokenize, "train a BPE tokenizer, encode text, decode ids"},
