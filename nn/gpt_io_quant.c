@@ -3,7 +3,7 @@
  * "foundry.quant.<name>" convention (quantized tensors as U8 bytes), GGUF
  * files written and read (foundry/models.h, foundry/gguf.h).
  */
-#include "gpt_impl.h"
+#include "gpt_gguf_llama.h"
 
 #include "foundry/gguf.h"
 #include "foundry/io.h"
@@ -311,6 +311,15 @@ tm_gpt *tm__gpt_load_file(const char *path, const char *config_dir,
     if (!f.gg && !f.st) {
         tm__relabel_error(fn, tm_last_status());
         return NULL;
+    }
+    if (f.gg && tm_gguf_find_key(f.gg, "general.architecture") >= 0) {
+        /* llama.cpp's layouts are read by gpt_gguf_llama*.c */
+        bool foundry;
+        m = tm__gpt_load_gguf_arch(f.gg, path, &foundry, fn);
+        if (!foundry) {
+            tm_gguf_close(f.gg);
+            return m;
+        }
     }
     if (!config_dir && f.st) {
         tm__errf(TM_EINVAL, fn, "%s: a safetensors model needs its "

@@ -246,6 +246,36 @@ typedef struct tm_gpt_gguf_opts {
 tm_status tm_gpt_save_gguf(const tm_gpt *m, const char *path,
                            const tm_gpt_gguf_opts *opts);
 
+/* ---- models from GGUF files llama.cpp reads ----
+ *
+ * A model from a GGUF file by its general.architecture: "foundry_gpt"
+ * (tm_gpt_save_gguf's files) or "llama" (llama.cpp's converters: SmolLM2,
+ * TinyLlama, Llama 2, ...).  For "llama" the configuration comes from the
+ * llama.* keys: context_length, embedding_length, block_count,
+ * feed_forward_length, attention.head_count and
+ * attention.layer_norm_rms_epsilon (required), attention.head_count_kv
+ * (default head_count), rope.freq_base (10000), rope.dimension_count (the
+ * head size), attention.key_length / value_length (embedding_length /
+ * head_count), rope.scaling.type none / linear / yarn with .factor and
+ * .original_context_length (or the older rope.scale_linear), vocab_size
+ * (else the length of tokenizer.ggml.tokens, else token_embd's rows);
+ * bos/eos from tokenizer.ggml.{bos,eos}_token_id; the head is tied when
+ * the file has no output.weight; biases when blk.0 has them.  RoPE is the
+ * interleaved-pair form (llama.cpp's converter permutes the q and k rows
+ * for it), so the rows are used as stored.  Tensors token_embd,
+ * output_norm, output, blk.N.{attn_norm, attn_q, attn_k, attn_v,
+ * attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down} become the Hugging
+ * Face names of tm_gpt_params; quantized ones stay zero-copy views of the
+ * file's mapping (which lives while the model does), F32/F16/BF16 ones
+ * (the norms) are copied to F32.  In evaluation mode.
+ * Errors, each naming the file: TM_EFORMAT for a missing key ("missing key
+ * llama.block_count"), a key of the wrong type or range, a token list
+ * whose length differs from the embedding's rows, a missing, mis-shaped
+ * (both shapes named) or unexpected tensor; TM_EUNSUPPORTED for another
+ * architecture, RoPE scaling or tensor type.  tm_gpt_load of a .gguf path
+ * reads both architectures too.  Returns a new model; tm_gpt_free. */
+tm_gpt *tm_model_load_gguf(const char *path);
+
 /* Evaluation over a split of a token dataset (foundry/data.h): windows of
  * T + 1 tokens in order, window w holding tokens [w T, w T + T] of the
  * split, so every token after the first is a target exactly once; over the

@@ -96,6 +96,42 @@ tm_status tm_tokenizer_encode_ex(const tm_tokenizer *t, const char *text, size_t
  * is TM_ERANGE (NULL). */
 char *tm_tokenizer_decode(const tm_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, size_t *len);
 
+/* ---- GGUF vocabularies and chat templates ---- */
+
+struct tm_gguf; /* foundry/gguf.h */
+
+/* The tokenizer a GGUF file's tokenizer.ggml.* metadata describes (as
+ * llama.cpp reads it).  tokenizer.ggml.model must be "gpt2" (byte-level
+ * BPE; anything else is TM_EUNSUPPORTED naming the key and value); tokens
+ * are in the byte-level mapped form, merges "a b" strings ranked by index.
+ * tokenizer.ggml.pre picks llama.cpp's pre-tokenizer: "smollm" (and
+ * "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b")
+ * split every digit off, then the GPT-2 pattern; "gpt-2" (and "gpt2",
+ * "phi-2", "mpt", "olmo", "jais", ...) the GPT-2 pattern; "llama-bpe" /
+ * "llama3" (and llama.cpp's aliases) the Llama-3 pattern with merges
+ * ignored for whole-token pieces.  Any other pre, and a missing one
+ * (llama.cpp's "default", a different multi-regex split), is
+ * TM_EUNSUPPORTED naming it.  Token types: control (3) tokens become
+ * special added tokens, user-defined (4) added tokens, the rest model
+ * tokens.  TM_EFORMAT naming the key for malformed metadata (tokens not an
+ * array of strings, token_type of another length, a merge naming an
+ * unknown token, a special id out of range).  A byte the vocabulary has
+ * no token for (SmolLM2 lacks 21, none of them in valid UTF-8 text but
+ * for some ASCII controls) fails to encode (TM_EINVAL), where llama.cpp
+ * throws.  The result does not depend on g afterwards. */
+tm_tokenizer *tm_tokenizer_from_gguf(const struct tm_gguf *g);
+
+/* The special ids the metadata names (tokenizer.ggml.bos_token_id,
+ * eos_token_id, padding_token_id, unknown_token_id; -1 when absent) and
+ * add_bos_token / add_eos_token (absent: false, except true for the
+ * Llama-3 pre-tokenizers, as llama.cpp defaults).  Validates what
+ * tm_tokenizer_from_gguf does about these keys. */
+typedef struct tm_tokenizer_gguf_info {
+    int64_t bos_id, eos_id, pad_id, unk_id;
+    bool add_bos, add_eos;
+} tm_tokenizer_gguf_info;
+tm_status tm_tokenizer_gguf_info_of(const struct tm_gguf *g, tm_tokenizer_gguf_info *out);
+
 /* ---- training ---- */
 
 /* Byte-level BPE training, as Hugging Face tokenizers' BpeTrainer with a

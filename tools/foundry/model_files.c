@@ -1,7 +1,8 @@
 /* Where a model's pieces are: a run or model directory (model.safetensors
  * or model.gguf, config.json, tokenizer.json, data.ftok), a .gguf file
- * (config and tokenizer in its metadata) or a .safetensors file with
- * config.json and tokenizer.json beside it. */
+ * (config and tokenizer in its metadata: llama.cpp's tokenizer.ggml.*
+ * keys or Foundry's tokenizer.huggingface.json) or a .safetensors file
+ * with config.json and tokenizer.json beside it. */
 #include "cli.h"
 
 #include "foundry/gguf.h"
@@ -100,8 +101,32 @@ char *cli_tokenizer_json(const char *model, size_t *len, bool *found)
     return text;
 }
 
+/* A .gguf file whose metadata describes its own vocabulary
+ * (tokenizer.ggml.model, as llama.cpp's converters write): that
+ * tokenizer, ahead of any tokenizer.json beside the file. */
+static tm_tokenizer *gguf_vocab_tokenizer(const char *model, bool *found)
+{
+    *found = false;
+    if (!cli_ends_with(model, ".gguf") || !is_file(model))
+        return NULL;
+    tm_gguf *g = tm_gguf_open(model);
+    if (!g)
+        return NULL;
+    tm_tokenizer *t = NULL;
+    if (tm_gguf_find_key(g, "tokenizer.ggml.model") >= 0) {
+        *found = true;
+        t = tm_tokenizer_from_gguf(g);
+    }
+    tm_gguf_close(g);
+    return t;
+}
+
 tm_tokenizer *cli_load_tokenizer(const char *model)
 {
+    bool in_gguf = false;
+    tm_tokenizer *gt = gguf_vocab_tokenizer(model, &in_gguf);
+    if (gt || in_gguf)
+        return gt;
     size_t len = 0;
     bool found;
     char *text = cli_tokenizer_json(model, &len, &found);

@@ -137,9 +137,10 @@ class _Stream:
 class GenerationMixin:
     """generate() for a model holding a C tm_gpt as `self._m`."""
 
-    def generate(self, prompt_ids, max_new_tokens=64, temperature=1.0, top_k=0,
+    def generate(self, prompt_ids=None, max_new_tokens=64, temperature=1.0, top_k=0,
                  top_p=1.0, min_p=0.0, repetition_penalty=1.0, seed=None,
-                 stop_tokens=None, do_sample=None, stream=False, cache_dtype=None):
+                 stop_tokens=None, do_sample=None, stream=False, cache_dtype=None,
+                 eos_token_id=None, input_ids=None):
         """New token ids continuing prompt_ids (batch 1), with the KV cache.
 
         Sampling follows Hugging Face's generate(): repetition_penalty,
@@ -150,9 +151,28 @@ class GenerationMixin:
         after max_new_tokens, or when prompt + new ids fill the model's
         context.  Dropout and autograd are off while generating.  Returns
         the list of new ids, or with stream=True an iterator that yields
-        each id as it is produced (its close() stops early)."""
+        each id as it is produced (its close() stops early).
+
+        Hugging Face's names work too: input_ids for prompt_ids, and
+        eos_token_id (an id or a list), added to stop_tokens.  A model
+        loaded from a GGUF file (foundry.models.load("x.gguf")) is greedy
+        unless do_sample=True, as HF's generate(), and stops at its eos
+        token when neither stop_tokens nor eos_token_id is given."""
+        if input_ids is not None:
+            if prompt_ids is not None:
+                raise TypeError("generate: give prompt_ids or input_ids, not both")
+            prompt_ids = input_ids
+        if prompt_ids is None:
+            raise TypeError("generate: prompt_ids (input_ids) is required")
+        if do_sample is None:
+            do_sample = getattr(self, "_do_sample_default", None)
         p = _prompt(prompt_ids)
-        stop = _ids(stop_tokens if stop_tokens is not None else [], "stop_tokens")
+        stops = list(_ids(stop_tokens, "stop_tokens")) if stop_tokens is not None else []
+        if eos_token_id is not None:
+            stops += list(_ids(eos_token_id, "eos_token_id"))
+        elif stop_tokens is None:
+            stops = list(getattr(self, "_default_stop", None) or [])
+        stop = _ids(stops, "stop_tokens")
         o = ffi.new("tm_generate_opts *", lib.tm_generate_defaults())
         o.max_new_tokens = int(max_new_tokens)
         o.sample = _sample_opts(temperature, top_k, top_p, min_p, repetition_penalty,

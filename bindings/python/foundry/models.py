@@ -8,6 +8,17 @@ Llama families), over the C model of include/foundry/models.h.
     model.save_pretrained("run")     # run/model.safetensors + config.json
     model = foundry.models.load("run")
 
+A GGUF file llama.cpp reads (general.architecture "llama", e.g.
+SmolLM2-135M-Instruct.Q4_1.gguf) loads with its weights quantized and
+zero-copy, and its tokenizer, in Hugging Face's shape:
+
+    model = foundry.models.load("SmolLM2-135M-Instruct.Q4_1.gguf")
+    ids = model.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+    new = model.generate(ids, max_new_tokens=32)   # greedy; stops at eos
+    print(model.tokenizer.decode(new, skip_special_tokens=True))
+    logits = model([ids])                          # [1, T, vocab]
+
 A GPT is an nn.Module whose parameters are the C model's own tensors,
 named as Hugging Face names them ("model.layers.0.self_attn.q_proj.weight"),
 so state_dict, load_state_dict and the optimizers work on it as on any
@@ -15,6 +26,7 @@ module.  It stays float32 on the CPU: .to() to another dtype or device is
 refused, since the C model computes on the tensors it holds.
 """
 import json
+import os
 
 from . import _c
 from ._c import ffi, lib
@@ -373,6 +385,39 @@ class GPT(GenerationMixin, Module):
             raise _c.error()
         return cls(_ptr=p)
 
+    @classmethod
+    def from_gguf(cls, path):
+        """A model from a GGUF file (tm_model_load_gguf): llama.cpp's
+        "llama" architecture or Foundry's own "foundry_gpt", in eval mode.
+        Its .tokenizer comes from the same file (loaded on first use), its
+        generate() is greedy unless do_sample=True (Hugging Face's
+        default) and stops at the file's eos token."""
+        p = lib.tm_model_load_gguf(os.fsencode(str(path)))
+        if p == ffi.NULL:
+            raise _c.error()
+        m = cls(_ptr=p)
+        # Its matrices are quantized and frozen: the few dense ones (the
+        # norms) are frozen too, so model(ids) gives plain logits.
+        m.requires_grad_(False)
+        object.__setattr__(m, "_gguf_path", str(path))
+        object.__setattr__(m, "_do_sample_default", False)
+        eos = m._config.eos_id
+        object.__setattr__(m, "_default_stop", [eos] if eos >= 0 else None)
+        return m
+
+    @property
+    def tokenizer(self):
+        """The tokenizer of a model loaded from a GGUF file
+        (foundry.tokenizers.PreTrainedTokenizer.from_gguf of that file;
+        loaded on first use), else None."""
+        tok = self.__dict__.get("_tokenizer")
+        path = self.__dict__.get("_gguf_path")
+        if tok is None and path is not None:
+            from .tokenizers import PreTrainedTokenizer
+            tok = PreTrainedTokenizer.from_gguf(path)
+            object.__setattr__(self, "_tokenizer", tok)
+        return tok
+
     def num_parameters(self):
         return int(lib.tm_params_numel(lib.tm_gpt_params(self._m)))
 
@@ -400,6 +445,9 @@ class _Cache:
         _c.check(lib.tm_kv_cache_truncate(self._p, int(n)))
 
 
-def load(directory):
-    """GPT.from_pretrained(directory)."""
-    return GPT.from_pretrained(directory)
+def load(path):
+    """A model: GPT.from_gguf for a .gguf file, else
+    GPT.from_pretrained(path) (a directory)."""
+    if str(path).endswith(".gguf") and os.path.isfile(str(path)):
+        return GPT.from_gguf(path)
+    return GPT.from_pretrained(path)
