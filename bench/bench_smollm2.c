@@ -5,8 +5,7 @@
  *   bench_smollm2 [--model FILE.gguf] [--threads N] [--pp 512,128]
  *                 [--gen 128] [--reps 3] [--mode pp|gen|both]
  *
- * Without --model (or before the GGUF Llama loader is linked in) the model
- * is SmolLM2-135M's shape with random weights quantized as the registry
+ * Without --model the model is SmolLM2-135M's shape with random weights quantized as the registry
  * file is: Q4_1 linears, a Q8_0 tied embedding / output head, F32 norms,
  * interleaved RoPE.  The speed does not depend on the values.
  *
@@ -24,9 +23,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-/* Part A's loader; weak so this driver builds before it lands. */
-extern tm_gpt *tm_model_load_gguf(const char *path) __attribute__((weak));
 
 static double now(void)
 {
@@ -167,10 +163,6 @@ int main(int argc, char **argv)
     double t0 = now();
     tm_gpt *m;
     if (model) {
-        if (!tm_model_load_gguf) {
-            fprintf(stderr, "bench_smollm2: this build has no tm_model_load_gguf\n");
-            return 1;
-        }
         m = tm_model_load_gguf(model);
         if (!m) die("tm_model_load_gguf");
     } else {
