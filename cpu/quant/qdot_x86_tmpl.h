@@ -150,10 +150,11 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
     {                                                                         \
         const wtype *wb = vw;                                                 \
         __m256 acc[TM__QNA];                                                  \
-        float sm[TM__QNA];                                                    \
+        /* lane 1: the sum of mw * sa in block order (lane 0 unused) */       \
+        __m128 sm[TM__QNA];                                                   \
         for (int j = 0; j < na; j++) {                                        \
             acc[j] = _mm256_setzero_ps();                                     \
-            sm[j] = 0.0f;                                                     \
+            sm[j] = _mm_setzero_ps();                                         \
         }                                                                     \
         for (int64_t b = 0; b < nb; b++) {                                    \
             __m256i w;                                                        \
@@ -168,10 +169,11 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
                 const __m128 pr = _mm_mul_ps(wdm, qx_h2f2(&ab->d));           \
                 acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(pr),           \
                                          _mm256_cvtepi32_ps(p), acc[j]);      \
-                sm[j] += _mm_cvtss_f32(_mm_movehdup_ps(pr));                  \
+                sm[j] = _mm_add_ps(sm[j], pr);                                \
             }                                                                 \
         }                                                                     \
-        for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]) + sm[j];        \
+        for (int j = 0; j < na; j++)                                          \
+            out[j] = qx_hsum(acc[j]) + _mm_cvtss_f32(_mm_movehdup_ps(sm[j])); \
     }                                                                         \
     static void fname##_8(const void *vw, const void *a, size_t as,           \
                           int64_t nb, const float *da, const float *sa,       \
