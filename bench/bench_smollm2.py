@@ -201,6 +201,7 @@ def main():
                   "a same-shape random model instead", file=sys.stderr)
             fmodel = None
     import llama_cpp
+    load_before = os.getloadavg()
     f_rounds, l_rounds = [], []
     for r in range(a.rounds):
         # alternate which goes first so drift hits both alike
@@ -217,9 +218,13 @@ def main():
     res = {"cpu": cpu_model(), "threads": a.threads, "file": os.path.basename(a.model),
            "foundry_model": "gguf" if fmodel else "random same-shape Q4_1/Q8_0",
            "llama_cpp_version": llama_cpp.__version__, "rounds": a.rounds, "reps": a.reps,
+           "pp": a.pp, "gen": a.gen, "nproc": os.cpu_count(),
+           # other loads on the machine: 1-minute load average before and after
+           "loadavg_1m": [load_before[0], os.getloadavg()[0]],
            "foundry": fs, "llama_cpp": ls, "ratio": {}}
     print(f"\nSmolLM2-135M Q4_1, {a.threads} threads, {cpu_model()}, llama-cpp-python "
-          f"{llama_cpp.__version__}; Foundry model: {res['foundry_model']}")
+          f"{llama_cpp.__version__}; Foundry model: {res['foundry_model']}; load average "
+          f"{res['loadavg_1m'][0]:.1f} -> {res['loadavg_1m'][1]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'phase':<10}{'Foundry tok/s':>15}{'llama.cpp tok/s':>17}{'ratio':>8}"
           f"{'CPU ms/tok F':>14}{'CPU ms/tok L':>14}")
     for k in fs:
