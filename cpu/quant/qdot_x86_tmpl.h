@@ -27,6 +27,16 @@
 
 QX_INLINE float qx_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
+/* Lanes 0 and 1 = the two adjacent halves at p (a block's d and m, or
+ * d and s): one conversion for both instead of two scalar ones, with the
+ * same values. */
+QX_INLINE __m128 qx_h2f2(const void *p)
+{
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return _mm_cvtph_ps(_mm_cvtsi32_si128((int)u));
+}
+
 QX_INLINE float qx_hsum(__m256 v)
 {
     __m128 a = _mm_add_ps(_mm256_castps256_ps128(v),
@@ -140,26 +150,30 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
     {                                                                         \
         const wtype *wb = vw;                                                 \
         __m256 acc[TM__QNA];                                                  \
-        float sm[TM__QNA];                                                    \
+        /* lane 1: the sum of mw * sa in block order (lane 0 unused) */       \
+        __m128 sm[TM__QNA];                                                   \
         for (int j = 0; j < na; j++) {                                        \
             acc[j] = _mm256_setzero_ps();                                     \
-            sm[j] = 0.0f;                                                     \
+            sm[j] = _mm_setzero_ps();                                         \
         }                                                                     \
         for (int64_t b = 0; b < nb; b++) {                                    \
             __m256i w;                                                        \
             DECODE                                                            \
-            const float dw = qx_h2f(wb[b].d), mw = qx_h2f(wb[b].m);           \
+            /* lanes (d, m) x (d, s): dw * da and mw * sa in one multiply */ \
+            const __m128 wdm = qx_h2f2(&wb[b].d);                             \
             for (int j = 0; j < na; j++) {                                    \
                 const tm__block_q8_1 *ab =                                    \
                     (const tm__block_q8_1 *)QX_AROW(a, as, j) + b;            \
                 __m256i av = _mm256_loadu_si256((const __m256i *)ab->qs);     \
                 __m256i p = QX_DOT_US(w, av);                                 \
-                acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * qx_h2f(ab->d)),  \
+                const __m128 pr = _mm_mul_ps(wdm, qx_h2f2(&ab->d));           \
+                acc[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(pr),           \
                                          _mm256_cvtepi32_ps(p), acc[j]);      \
-                sm[j] += mw * qx_h2f(ab->s);                                  \
+                sm[j] = _mm_add_ps(sm[j], pr);                                \
             }                                                                 \
         }                                                                     \
-        for (int j = 0; j < na; j++) out[j] = qx_hsum(acc[j]) + sm[j];        \
+        for (int j = 0; j < na; j++)                                          \
+            out[j] = qx_hsum(acc[j]) + _mm_cvtss_f32(_mm_movehdup_ps(sm[j])); \
     }                                                                         \
     static void fname##_8(const void *vw, const void *a, size_t as,           \
                           int64_t nb, const float *da, const float *sa,       \
@@ -177,10 +191,11 @@ QX_SIGNED_Q8_0(qx_q5_0, tm__block_q5_0,
                 p[j] = QX_DOT_US(w, _mm256_loadu_si256(                       \
                                         (const __m256i *)ab->qs));            \
             }                                                                 \
-            __m256 d = _mm256_mul_ps(_mm256_set1_ps(qx_h2f(wb[b].d)),         \
+            const __m128 wdm = qx_h2f2(&wb[b].d);                             \
+            __m256 d = _mm256_mul_ps(_mm256_broadcastss_ps(wdm),              \
                                      _mm256_loadu_ps(da + 8 * b));            \
             acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qx_reduce8(p)), acc); \
-            accm = _mm256_fmadd_ps(_mm256_set1_ps(qx_h2f(wb[b].m)),           \
+            accm = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(wdm)),\
                                    _mm256_loadu_ps(sa + 8 * b), accm);        \
         }                                                                     \
         _mm256_storeu_ps(out, _mm256_add_ps(acc, accm));                      \

@@ -11,6 +11,7 @@
 
 #include "../../tensor/runtime/runtime_impl.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* Activation rows per chunk: about this many bytes of them. */
@@ -37,17 +38,23 @@ typedef struct {
     const char *aq;
     size_t arow;
     int64_t m, nb, mchunk;
+    ptrdiff_t wrow; /* bytes from one weight row to the next */
     bool accumulate;
     tm__qrows_fn rows;
     tm__qrows8_fn rows8; /* NULL: groups of TM__QNA at most */
     const float *da, *sa; /* rows8's F32 scales, per group of 8 rows */
 } mm_job;
 
+/* y is F32 (tm__qcheck_f32): row i starts i * strides[0] floats after
+ * the base, computed here rather than per element through tm__qbuf_row
+ * (a call and a traits lookup per output: a few percent of a prefill). */
 static void put(const mm_job *j, int64_t i, int64_t r, const float *out,
                 int na)
 {
+    float *y0 = (float *)((char *)j->y->handle + j->y->offset);
+    int64_t ys = j->y->strides[0];
     for (int t = 0; t < na; t++) {
-        float *yp = (float *)tm__qbuf_row(j->y, i + t) + r;
+        float *yp = y0 + (i + t) * ys + r;
         *yp = j->accumulate ? *yp + out[t] : out[t];
     }
 }
@@ -59,8 +66,10 @@ static void mm_run(int64_t n0, int64_t n1, void *vctx)
     int64_t gsz = j->nb * TM__QNA8;
     for (int64_t m0 = 0; m0 < j->m; m0 += j->mchunk) {
         int64_t m1 = m0 + j->mchunk < j->m ? m0 + j->mchunk : j->m;
+        const char *w0 = tm__qbuf_row(j->w, n0);
         for (int64_t r = n0; r < n1; r++) {
-            const char *wr = tm__qbuf_row(j->w, r);
+            /* weight rows are wrow bytes apart (whole blocks, checked) */
+            const char *wr = w0 + (r - n0) * j->wrow;
             int64_t i = m0;
             /* m0 is a multiple of 8: whole groups of rows 8g .. 8g + 7 */
             for (; j->rows8 && i + TM__QNA8 <= m1; i += TM__QNA8) {
@@ -133,7 +142,8 @@ tm_status tm__qmatmul_run(const tm_buf *y, const tm_buf *x, const tm_buf *w,
     int64_t mchunk = (int64_t)(ACT_CHUNK_BYTES / arow);
     if (mchunk < TM__QNA8) mchunk = TM__QNA8;
     mchunk -= mchunk % TM__QNA8;
-    mm_job mj = {y, w, aq, arow, m, nb, mchunk, accumulate,
+    ptrdiff_t wrow = n > 1 ? tm__qbuf_row(w, 1) - tm__qbuf_row(w, 0) : 0;
+    mm_job mj = {y, w, aq, arow, m, nb, mchunk, wrow, accumulate,
                  tm__qrows_for(w->dtype), rows8, da, sa};
     /* A task of at least ~64k multiply-adds. */
     int64_t per_row = k * (m < 64 ? m : 64);
