@@ -95,7 +95,7 @@ int cmd_chat(int argc, char **argv)
          .help = "a GGUF file with a chat template (tokenizer.chat_template), e.g. "
                  "SmolLM2-135M-Instruct.Q4_1.gguf (required)"},
         {.name = "--system", .kind = CLI_STR, .dst = &system, .meta = "TEXT",
-         .help = "a system message first (default: none; the template may add its own)"},
+         .help = "a system message first (none: the template may add its own)"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 1, .hi = 1e9, .meta = "N",
          .help = "tokens per reply at most"},
         {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &temperature, .lo = 0, .hi = 100, .meta = "T",

@@ -34,13 +34,13 @@ int cmd_embed(int argc, char **argv)
          .help = "a sentence-transformers model directory (config.json, model.safetensors, "
                  "tokenizer.json, modules.json, ...) (required)"},
         {.name = "--batch-size", .kind = CLI_INT, .dst = &batch, .lo = 1, .hi = 1 << 20, .meta = "N",
-         .help = "sentences per forward pass (default 32)"},
+         .help = "sentences per forward pass"},
         {.name = "--format", .kind = CLI_STR, .dst = &format, .meta = "jsonl|tsv",
-         .help = "one JSON array per line (default), or tab-separated values"},
+         .help = "one JSON array per line, or tab-separated values"},
         {.name = "--no-normalize", .kind = CLI_BOOL, .dst = &no_norm,
          .help = "skip the L2 normalisation even when modules.json has it"},
         {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 4096, .meta = "N",
-         .help = "threads (default: the library's, all CPUs)"},
+         .help = "threads (0: the library's default, all CPUs)"},
     };
     cli_cmd cmd = {
         .name = sub,
