@@ -78,6 +78,10 @@ tm_status cli_mkdir(const char *dir);
 char *cli_path(const char *dir, const char *name);
 /* Parses a decimal integer in [lo, hi]; false when it is not one. */
 bool cli_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Length of the longest prefix of s[n] that does not end inside a UTF-8
+ * sequence (invalid bytes count as complete: they print as they are), so a
+ * streamed decode prints multi-byte characters whole (utf8.c). */
+size_t cli_utf8_complete(const unsigned char *s, size_t n);
 
 /* Model paths (model_files.c): a run or model directory, a .gguf file, or
  * a .safetensors file with config.json / tokenizer.json beside it. */

@@ -18,19 +18,6 @@ typedef struct chat_stream {
     bool failed;
 } chat_stream;
 
-/* Bytes of s[n] that do not end inside a UTF-8 sequence. */
-static size_t whole_chars(const unsigned char *s, size_t n)
-{
-    for (size_t back = 1; back <= 3 && back <= n; back++) {
-        unsigned char b = s[n - back];
-        if ((b & 0xC0) != 0x80) {
-            size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-            return need > back ? n - back : n;
-        }
-    }
-    return n;
-}
-
 /* Prints what the reply's text gained (special tokens left out); the reply
  * is decoded whole each time, so characters split across tokens come out
  * once complete. */
@@ -42,7 +29,7 @@ static bool show(chat_stream *cs, bool final)
         cs->failed = true;
         return false;
     }
-    size_t upto = final ? len : whole_chars((const unsigned char *)text, len);
+    size_t upto = final ? len : cli_utf8_complete((const unsigned char *)text, len);
     if (upto > cs->printed) {
         fwrite(text + cs->printed, 1, upto - cs->printed, stdout);
         fflush(stdout);

@@ -16,20 +16,6 @@ typedef struct stream_state {
     bool stopped, failed;
 } stream_state;
 
-/* Length of the longest prefix of s[n] that does not end inside a UTF-8
- * sequence (invalid bytes count as complete: they are printed as they are). */
-static size_t complete_prefix(const unsigned char *s, size_t n)
-{
-    for (size_t back = 1; back <= 3 && back <= n; back++) {
-        unsigned char b = s[n - back];
-        if ((b & 0xC0) != 0x80) {
-            size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
-            return need > back ? n - back : n;
-        }
-    }
-    return n;
-}
-
 static void emit(stream_state *ss, const char *s, size_t n)
 {
     fwrite(s, 1, n, stdout);
@@ -58,7 +44,7 @@ static bool flush_pending(stream_state *ss, bool force)
         ss->failed = true;
         return false;
     }
-    size_t ok = complete_prefix((const unsigned char *)bytes, len);
+    size_t ok = cli_utf8_complete((const unsigned char *)bytes, len);
     if (ok == len || force) {
         emit(ss, bytes, len);
         ss->n_pending = 0;
