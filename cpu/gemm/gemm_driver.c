@@ -18,7 +18,8 @@
  * staging tile merged here with the same arithmetic as the kernels' own
  * merge.  Packing gathers any strides; F32 panels with a unit stride on
  * either side are packed with SSE on x86-64 (4 x 4 register transposes
- * for row-major A / transposed B, straight copies otherwise).  A small
+ * for row-major A / transposed B, also for the 6-row panels of the AVX2
+ * family's A; straight copies otherwise).  A small
  * row-major B (rows <= 1 KiB, one K block) is not packed at all: the
  * kernel reads its full panels in place (ldb = its row stride).
  *
@@ -127,6 +128,35 @@ static void gm_pack_t_sse(float *restrict dst, const float *src, int64_t ld,
         for (int r = 0; r < w; r++) dst[p * w + r] = src[r * ld + p];
 }
 
+/* The same transposing pack for w = 6 (the AVX2 family's MR, so A of a
+ * row-major x · W): rows 0..3 as 4 x 4 register transposes, rows 4..5 as
+ * interleaved pairs; each depth's 6 values are stored as 4 + 2. */
+static void gm_pack_t6_sse(float *restrict dst, const float *src, int64_t ld,
+                           int64_t kc)
+{
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+        const float *sr = src + p;
+        __m128 x0 = _mm_loadu_ps(sr), x1 = _mm_loadu_ps(sr + ld);
+        __m128 x2 = _mm_loadu_ps(sr + 2 * ld);
+        __m128 x3 = _mm_loadu_ps(sr + 3 * ld);
+        __m128 y4 = _mm_loadu_ps(sr + 4 * ld), y5 = _mm_loadu_ps(sr + 5 * ld);
+        _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+        __m128 lo = _mm_unpacklo_ps(y4, y5), hi = _mm_unpackhi_ps(y4, y5);
+        float *dp = dst + p * 6;
+        _mm_storeu_ps(dp, x0);
+        _mm_storel_pi((__m64 *)(dp + 4), lo);
+        _mm_storeu_ps(dp + 6, x1);
+        _mm_storeh_pi((__m64 *)(dp + 10), lo);
+        _mm_storeu_ps(dp + 12, x2);
+        _mm_storel_pi((__m64 *)(dp + 16), hi);
+        _mm_storeu_ps(dp + 18, x3);
+        _mm_storeh_pi((__m64 *)(dp + 22), hi);
+    }
+    for (; p < kc; p++)
+        for (int r = 0; r < 6; r++) dst[p * 6 + r] = src[r * ld + p];
+}
+
 /* (Whole rows are moved as straight-line code: GCC would turn a copy loop
  * into a memcpy call per row.) */
 #define GM_CP4(j) _mm_store_ps(dst + j, _mm_loadu_ps(src + j));
@@ -154,8 +184,13 @@ static void gm_pack_n_sse(float *restrict dst, const float *src, int64_t ld,
 static int64_t gm_pack_fast(float *dst, const float *src, int64_t s_out,
                             int64_t s_k, int64_t ext, int64_t kc, int w)
 {
-    if (w % 4) return 0;
     int64_t full = ext / w * w;
+    if (w == 6 && s_k == 1) {
+        for (int64_t i = 0; i < full; i += w)
+            gm_pack_t6_sse(dst + i * kc, src + i * s_out, s_out, kc);
+        return full;
+    }
+    if (w % 4) return 0;
     if (s_k == 1) {
         for (int64_t i = 0; i < full; i += w)
             gm_pack_t_sse(dst + i * kc, src + i * s_out, s_out, kc, w);
