@@ -20,8 +20,11 @@
  * either side are packed with SSE on x86-64 (4 x 4 register transposes
  * for row-major A / transposed B, also for the 6-row panels of the AVX2
  * family's A; straight copies otherwise).  A small
- * row-major B (rows <= 1 KiB, one K block) is not packed at all: the
- * kernel reads its full panels in place (ldb = its row stride).
+ * row-major B (rows <= 1 KiB, one K block), or any row-major B against an
+ * A of a few panels, is not packed at all: the kernel reads its full
+ * panels in place (ldb = its row stride).  For such a small A the tile
+ * loops run B panel outer, so each B panel comes from memory once and
+ * serves every A panel from L1.
  *
  * Summation order: element (i, j) of a K block is summed from 0 adding one
  * product per p in increasing p; the blocks (KC deep, starting at p = 0)
@@ -47,6 +50,16 @@
 #include "../cpu_impl.h"
 
 #include <string.h>
+
+/* A row-major B is read in place, never packed, when A has at most this
+ * many MR-row panels: packing costs as much as the product then (one
+ * sentence through a transformer's weights stored [in, out]). */
+#define GM_DIRECT_MAX_PANELS 4
+/* Ragged rows take the row kernel when rows * GM_ROW_SHARE <= MR (see
+ * gm_tile). */
+#define GM_ROW_SHARE 4
+/* A blocks of at most this many panels run B-panel-outer (see gm_block). */
+#define GM_B_OUTER_PANELS 4
 
 /* Multiply-adds per part below which another thread does not pay. */
 #define GM_GRAIN ((double)(1 << 20))
@@ -241,6 +254,36 @@ static void gm_pack_b(const gm_ctx *x, void *dst, const char *src,
                       nc - done, nr);
 }
 
+/* One MR x NR tile (or its ragged part) of C: A panel `apan` times B
+ * panel `bpan` (row stride ldb) into ct, C rows `rows`, columns `cols`. */
+static void gm_tile(const gm_ctx *x, char *tile, const char *apan,
+                    const char *bpan, int64_t ldb, char *ct, int64_t rows,
+                    int64_t cols, int64_t kc, double beta)
+{
+    const tm__gemm_kernel *k = x->k;
+    const int64_t es = (int64_t)x->es, mr = k->mr, nr = k->nr;
+    if (rows == mr && cols == nr && x->scn == 1) {
+        k->ukr(kc, apan, bpan, ldb, ct, x->scm, x->alpha, beta);
+        return;
+    }
+    /* A row kernel has one dependent FMA chain per vector of the row, so
+     * it is bound by FMA latency, about 4x slower per row than the tile
+     * kernel's throughput: only a quarter of a tile or less pays. */
+    if (cols == nr && x->scn == 1 && k->ukr_row && rows * GM_ROW_SHARE <= mr) {
+        for (int64_t r = 0; r < rows; r++)
+            k->ukr_row(kc, apan + r * es, bpan, ldb, ct + r * x->scm * es,
+                       x->alpha, beta);
+        return;
+    }
+    k->ukr(kc, apan, bpan, ldb, tile, nr, 1.0, 0.0);
+    if (x->f64)
+        gm_merge_f64((double *)ct, x->scm, x->scn, (const double *)tile,
+                     (int)nr, rows, cols, x->alpha, beta);
+    else
+        gm_merge_f32((float *)ct, x->scm, x->scn, (const float *)tile,
+                     (int)nr, rows, cols, x->alpha, beta);
+}
+
 /* Computes C[m0:m1, n0:n1] of batch entry bi. */
 static void gm_block(const gm_ctx *x, char *scr, int64_t bi, int64_t m0,
                      int64_t m1, int64_t n0, int64_t n1)
@@ -256,6 +299,11 @@ static void gm_block(const gm_ctx *x, char *scr, int64_t bi, int64_t m0,
 
     for (int64_t ic = m0; ic < m1; ic += k->mc) {
         int64_t mc = m1 - ic < k->mc ? m1 - ic : k->mc;
+        /* Few A panels: each B panel is used by all of them while it is
+         * in L1 (it is read once from memory); otherwise an A panel stays
+         * in L1 while the B block streams from L2.  Same tiles, same
+         * bits, in either order. */
+        bool b_outer = mc <= GM_B_OUTER_PANELS * mr;
         for (int64_t pc = 0; pc < x->kd; pc += k->kc) {
             int64_t kc = x->kd - pc < k->kc ? x->kd - pc : k->kc;
             double beta = pc == 0 ? x->beta : 1.0;
@@ -268,40 +316,20 @@ static void gm_block(const gm_ctx *x, char *scr, int64_t bi, int64_t m0,
                 if (direct < nc)
                     gm_pack_b(x, bp, bsrc + direct * x->sbn * es, kc,
                               nc - direct);
-                for (int64_t ir = 0; ir < mc; ir += mr) {
+                int64_t na = (mc + mr - 1) / mr, nb = (nc + nr - 1) / nr;
+                for (int64_t u = 0; u < na * nb; u++) {
+                    int64_t ia = b_outer ? u % na : u / nb;
+                    int64_t jb = b_outer ? u / na : u % nb;
+                    int64_t ir = ia * mr, jr = jb * nr;
                     int64_t rows = mc - ir < mr ? mc - ir : mr;
-                    const char *apan = ap + ir * kc * es;
-                    char *crow = cb + ((ic + ir) * x->scm) * es;
-                    for (int64_t jr = 0; jr < nc; jr += nr) {
-                        int64_t cols = nc - jr < nr ? nc - jr : nr;
-                        const char *bpan = jr < direct
-                                               ? bsrc + jr * es
-                                               : bp + (jr - direct) * kc * es;
-                        int64_t ldb = jr < direct ? x->sbk : nr;
-                        char *ct = crow + (jc + jr) * x->scn * es;
-                        if (rows == mr && cols == nr && x->scn == 1) {
-                            k->ukr(kc, apan, bpan, ldb, ct, x->scm, x->alpha,
-                                   beta);
-                            continue;
-                        }
-                        if (cols == nr && x->scn == 1 && k->ukr_row &&
-                            rows <= mr / 2) {
-                            for (int64_t r = 0; r < rows; r++)
-                                k->ukr_row(kc, apan + r * es, bpan, ldb,
-                                           ct + r * x->scm * es, x->alpha,
-                                           beta);
-                            continue;
-                        }
-                        k->ukr(kc, apan, bpan, ldb, tile, nr, 1.0, 0.0);
-                        if (x->f64)
-                            gm_merge_f64((double *)ct, x->scm, x->scn,
-                                         (const double *)tile, (int)nr,
-                                         rows, cols, x->alpha, beta);
-                        else
-                            gm_merge_f32((float *)ct, x->scm, x->scn,
-                                         (const float *)tile, (int)nr, rows,
-                                         cols, x->alpha, beta);
-                    }
+                    int64_t cols = nc - jr < nr ? nc - jr : nr;
+                    const char *bpan = jr < direct
+                                           ? bsrc + jr * es
+                                           : bp + (jr - direct) * kc * es;
+                    int64_t ldb = jr < direct ? x->sbk : nr;
+                    char *ct = cb + ((ic + ir) * x->scm + (jc + jr) * x->scn) * es;
+                    gm_tile(x, tile, ap + ir * kc * es, bpan, ldb, ct, rows,
+                            cols, kc, beta);
                 }
             }
         }
@@ -452,9 +480,11 @@ tm_status tm__gemm_float(const tm_buf *c, const tm_buf *a, const tm_buf *b,
     /* A row-major B with short rows (<= 1 KiB: n <= 256 for F32) and one
      * K block is read in place: packing it would cost more than it saves
      * (measured: +8% at n = 64, +5% at n = 128; wider rows or deeper K are
-     * slower unpacked).  Same sums, same order: only the loads differ. */
-    x.direct_b = x.sbn == 1 && x.sbk >= x.k->nr && x.kd <= x.k->kc &&
-                 x.sbk * (int64_t)x.es <= 1024;
+     * slower unpacked, unless A is a few panels: GM_DIRECT_MAX_PANELS).
+     * Same sums, same order: only the loads differ. */
+    x.direct_b = x.sbn == 1 && x.sbk >= x.k->nr &&
+                 ((x.kd <= x.k->kc && x.sbk * (int64_t)x.es <= 1024) ||
+                  x.m <= GM_DIRECT_MAX_PANELS * x.k->mr);
     if (parts > x.items) parts = x.items;
 
     x.mce = gm_round_up(x.m < x.k->mc ? x.m : x.k->mc, x.k->mr);

@@ -573,6 +573,50 @@ TEST(gemm_ragged_rows_give_the_same_bits_as_full_tiles)
     tm__set_isa(best);
 }
 
+/* An A of a few panels against a row-major B reads B in place whatever its
+ * width and depth, and runs the tiles B panel outer: the bits must equal
+ * those rows of a product with enough rows to take the packed, A-outer
+ * path; wide rows (> 1 KiB), K blocks (k > kc), column and row tails,
+ * beta. */
+TEST(gemm_a_few_rows_against_a_row_major_b_give_the_same_bits_as_many)
+{
+    static const int64_t shapes[][2] = {{1030, 300}, {384, 1536}, {77, 40}};
+    static const int64_t few[] = {1, 2, 5, 13, 20, 24, 32};
+    tm__isa fam[TM__ISA_COUNT], best = tm__cpu_isa();
+    int nf = families(fam);
+    for (int f = 0; f < nf; f++) {
+        REQUIRE(tm__set_isa(fam[f]));
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            int64_t k = shapes[s][0], n = shapes[s][1];
+            tm_tensor *a = tm_randn((int64_t[]){100, k}, 2, TM_F32);
+            tm_tensor *b = tm_randn((int64_t[]){k, n}, 2, TM_F32);
+            tm_tensor *full = tm_randn((int64_t[]){100, n}, 2, TM_F32);
+            REQUIRE(a && b && full);
+            tm_tensor *c0 = tm_clone(full);
+            CHECK_INT(tm_gemm(false, false, 0.5, a, b, 2.0, full), TM_OK);
+            for (size_t r = 0; r < sizeof few / sizeof *few; r++) {
+                int64_t rows = few[r];
+                tm_tensor *ar = tm_narrow(a, 0, 0, rows);
+                tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
+                tm_tensor *cr = tm_clone(c0r);
+                tm_tensor *fr = tm_narrow(full, 0, 0, rows);
+                tm_free(c0r);
+                CHECK_INT(tm_gemm(false, false, 0.5, ar, b, 2.0, cr), TM_OK);
+                tm_tensor *eq = tm_eq(cr, fr), *all = tm_all(eq, NULL, 0, false);
+                int64_t same = 0;
+                CHECK_INT(tm_item_i64(all, &same), TM_OK);
+                if (same != 1)
+                    tt_fail(__FILE__, __LINE__, "family %d k %lld n %lld rows %lld differ", f,
+                            (long long)k, (long long)n, (long long)rows);
+                tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr);
+                tm_free(ar);
+            }
+            tm_free(c0); tm_free(full); tm_free(b); tm_free(a);
+        }
+    }
+    tm__set_isa(best);
+}
+
 /* One or two rows against a transposed B (x · Wᵀ, decoding one token) skip
  * packing B in the x86 families: the bits must equal those rows of a
  * product with enough rows to take the packed path, across K blocks (k >
