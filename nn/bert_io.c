@@ -245,6 +245,24 @@ done:
     return st;
 }
 
+/* *w [out, in] replaced by the same values stored as [in, out] and viewed
+ * back as [out, in]: tm_linear's product x · wᵀ then reads wᵀ row-major,
+ * which the GEMM packs with straight copies, or reads in place when x has
+ * few rows (one sentence), instead of transposing every weight on every
+ * call. */
+static tm_status store_transposed(tm_tensor **w)
+{
+    tm_tensor *t = tm_transpose(*w, 0, 1);
+    tm_tensor *c = t ? tm_contiguous(t) : NULL;
+    tm_tensor *v = c ? tm_transpose(c, 0, 1) : NULL;
+    tm_free(t);
+    tm_free(c);
+    if (!v) return tm_last_status() ? tm_last_status() : TM_ENOMEM;
+    tm_free(*w);
+    *w = v;
+    return TM_OK;
+}
+
 static tm_status load_layer(const loader *L, const tm_bert_config *c,
                             int64_t l, tm__bert_layer *y)
 {
@@ -274,6 +292,9 @@ static tm_status load_layer(const loader *L, const tm_bert_config *c,
         if (!(*t[k].dst = weight(L, n, t[k].d0, t[k].d1)))
             return tm_last_status();
     }
+    tm_tensor **lin[4] = {&y->qkv_w, &y->ao_w, &y->in_w, &y->out_w};
+    for (int k = 0; k < 4; k++)
+        if ((st = store_transposed(lin[k]))) return st;
     return TM_OK;
 }
 
