@@ -229,6 +229,10 @@ void cli_help(const cli_cmd *cmd, FILE *out)
         case CLI_BOOL: snprintf(def, sizeof def, " (default %s)", *(bool *)f->dst ? "on" : "off"); break;
         case CLI_STRS: snprintf(def, sizeof def, " (default none)"); break;
         }
+        /* A required flag has no default to show. */
+        size_t hl = strlen(f->help), rl = strlen("(required)");
+        if (hl >= rl && !strcmp(f->help + hl - rl, "(required)"))
+            def[0] = '\0';
         fprintf(out, "  %-24s %s%s\n", head, f->help, def);
     }
 }
@@ -300,4 +304,16 @@ char *cli_path(const char *dir, const char *name)
     }
     snprintf(p, n, "%s/%s", dir, name);
     return p;
+}
+
+tm_sample_opts cli_sampling_opts(const cli_sampling *s)
+{
+    tm_sample_opts o = tm_sample_defaults();
+    o.temperature = s->temperature;
+    o.top_k = s->top_k;
+    o.top_p = s->top_p;
+    o.min_p = s->min_p;
+    o.repetition_penalty = s->rep;
+    o.seed = (uint64_t)s->seed;
+    return o;
 }

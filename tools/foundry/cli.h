@@ -61,6 +61,31 @@ void cli_help(const cli_cmd *cmd, FILE *out);
 void cli_strs_free(cli_strs *s);
 const cli_flag *cli_find(const cli_cmd *cmd, const char *name);
 
+/* The sampling flags `generate` and `chat` share: declare a cli_sampling
+ * with its defaults, put CLI_SAMPLING_FLAGS(&s) in the flag table, and
+ * pass cli_sampling_opts(&s) to the generator. */
+typedef struct cli_sampling {
+    double temperature, top_p, min_p, rep;
+    int64_t top_k, seed;
+} cli_sampling;
+#define CLI_SAMPLING_FLAGS(s)                                                  \
+    {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &(s)->temperature,    \
+     .lo = 0, .hi = 100, .meta = "T", .help = "softmax temperature (0: greedy)"}, \
+    {.name = "--top-k", .kind = CLI_INT, .dst = &(s)->top_k, .lo = 0,          \
+     .hi = 1e9, .meta = "K",                                                   \
+     .help = "sample among the K most likely tokens (0: off)"},                \
+    {.name = "--top-p", .kind = CLI_DOUBLE, .dst = &(s)->top_p, .lo = 0,       \
+     .hi = 1, .meta = "P", .help = "nucleus sampling (1: off)"},               \
+    {.name = "--min-p", .kind = CLI_DOUBLE, .dst = &(s)->min_p, .lo = 0,       \
+     .hi = 1, .meta = "P",                                                     \
+     .help = "drop tokens below P times the most likely one (0: off)"},        \
+    {.name = "--repetition-penalty", .kind = CLI_DOUBLE, .dst = &(s)->rep,     \
+     .lo = 1e-6, .hi = 100, .meta = "R",                                       \
+     .help = "penalise tokens already seen (1: off)"},                         \
+    {.name = "--seed", .kind = CLI_INT, .dst = &(s)->seed, .lo = 0,            \
+     .hi = 9.2e18, .meta = "N", .help = "sampling seed"}
+tm_sample_opts cli_sampling_opts(const cli_sampling *s);
+
 /* "foundry SUB: message" on stderr; return the status given. */
 int cli_usage_error(const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

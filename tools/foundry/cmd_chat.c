@@ -75,8 +75,8 @@ static char *read_line(void)
 int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *system = NULL;
-    int64_t max_new = 512, top_k = 0, seed = 0, threads = 0;
-    double temperature = 0.0, top_p = 1.0, rep = 1.0;
+    int64_t max_new = 512, threads = 0;
+    cli_sampling smp = {.temperature = 0.0, .top_p = 1.0, .rep = 1.0};
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "FILE.gguf",
          .help = "a GGUF file with a chat template (tokenizer.chat_template), e.g. "
@@ -85,16 +85,7 @@ int cmd_chat(int argc, char **argv)
          .help = "a system message first (none: the template may add its own)"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 1, .hi = 1e9, .meta = "N",
          .help = "tokens per reply at most"},
-        {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &temperature, .lo = 0, .hi = 100, .meta = "T",
-         .help = "softmax temperature (0: greedy)"},
-        {.name = "--top-k", .kind = CLI_INT, .dst = &top_k, .lo = 0, .hi = 1e9, .meta = "K",
-         .help = "sample among the K most likely tokens (0: off)"},
-        {.name = "--top-p", .kind = CLI_DOUBLE, .dst = &top_p, .lo = 0, .hi = 1, .meta = "P",
-         .help = "nucleus sampling (1: off)"},
-        {.name = "--repetition-penalty", .kind = CLI_DOUBLE, .dst = &rep, .lo = 1e-6, .hi = 100, .meta = "R",
-         .help = "penalise tokens already seen (1: off)"},
-        {.name = "--seed", .kind = CLI_INT, .dst = &seed, .lo = 0, .hi = 9.2e18, .meta = "N",
-         .help = "sampling seed"},
+        CLI_SAMPLING_FLAGS(&smp),
         {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 4096, .meta = "N",
          .help = "threads (0: the library's default)"},
     };
@@ -189,11 +180,8 @@ int cmd_chat(int argc, char **argv)
             prompt_ids[i] = ids.ids[i];
         tm_generate_opts go = tm_generate_defaults();
         go.max_new_tokens = max_new;
-        go.sample.temperature = temperature;
-        go.sample.top_k = top_k;
-        go.sample.top_p = top_p;
-        go.sample.repetition_penalty = rep;
-        go.sample.seed = (uint64_t)seed + (uint64_t)n_msgs; /* a new draw each turn */
+        go.sample = cli_sampling_opts(&smp);
+        go.sample.seed += (uint64_t)n_msgs; /* a new draw each turn */
         go.stop_tokens = n_stop ? stops : NULL;
         go.n_stop = n_stop;
         go.on_token = on_token;

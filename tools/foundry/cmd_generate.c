@@ -66,8 +66,8 @@ static bool on_token(int64_t token, void *user)
 int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *prompt = "", *stop = NULL;
-    int64_t max_new = 200, top_k = 0, seed = 0, threads = 0;
-    double temperature = 0.8, top_p = 1.0, min_p = 0.0, rep = 1.0;
+    int64_t max_new = 200, threads = 0;
+    cli_sampling smp = {.temperature = 0.8, .top_p = 1.0, .rep = 1.0};
     bool stats = false;
     cli_flag flags[] = {
         {.name = "--model", .kind = CLI_STR, .dst = &model, .meta = "RUN_DIR",
@@ -77,18 +77,7 @@ int cmd_generate(int argc, char **argv)
         {.name = "--prompt", .kind = CLI_STR, .dst = &prompt, .meta = "TEXT", .help = "text to continue"},
         {.name = "--max-new-tokens", .kind = CLI_INT, .dst = &max_new, .lo = 0, .hi = 1e9, .meta = "N",
          .help = "tokens to generate at most"},
-        {.name = "--temperature", .kind = CLI_DOUBLE, .dst = &temperature, .lo = 0, .hi = 100, .meta = "T",
-         .help = "softmax temperature (0: greedy)"},
-        {.name = "--top-k", .kind = CLI_INT, .dst = &top_k, .lo = 0, .hi = 1e9, .meta = "K",
-         .help = "sample among the K most likely tokens (0: off)"},
-        {.name = "--top-p", .kind = CLI_DOUBLE, .dst = &top_p, .lo = 0, .hi = 1, .meta = "P",
-         .help = "nucleus sampling (1: off)"},
-        {.name = "--min-p", .kind = CLI_DOUBLE, .dst = &min_p, .lo = 0, .hi = 1, .meta = "P",
-         .help = "drop tokens below P times the most likely one (0: off)"},
-        {.name = "--repetition-penalty", .kind = CLI_DOUBLE, .dst = &rep, .lo = 1e-6, .hi = 100, .meta = "R",
-         .help = "penalise tokens already seen (1: off)"},
-        {.name = "--seed", .kind = CLI_INT, .dst = &seed, .lo = 0, .hi = 9.2e18, .meta = "N",
-         .help = "sampling seed"},
+        CLI_SAMPLING_FLAGS(&smp),
         {.name = "--stop", .kind = CLI_STR, .dst = &stop, .meta = "TEXT",
          .help = "stop once the output contains TEXT (the end-of-text token always stops)"},
         {.name = "--threads", .kind = CLI_INT, .dst = &threads, .lo = 0, .hi = 4096, .meta = "N",
@@ -140,12 +129,7 @@ int cmd_generate(int argc, char **argv)
     }
     tm_generate_opts go = tm_generate_defaults();
     go.max_new_tokens = max_new;
-    go.sample.temperature = temperature;
-    go.sample.top_k = top_k;
-    go.sample.top_p = top_p;
-    go.sample.min_p = min_p;
-    go.sample.repetition_penalty = rep;
-    go.sample.seed = (uint64_t)seed;
+    go.sample = cli_sampling_opts(&smp);
     /* Stop at the tokenizer's eos and at the model's (a GGUF file's
      * tokenizer.ggml.eos_token_id) when that is another id. */
     int64_t stops[2], meos = tm_gpt_config_of(m)->eos_id;
