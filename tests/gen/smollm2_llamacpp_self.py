@@ -1,13 +1,17 @@
 """How far llama.cpp moves from itself on SmolLM2-135M-Instruct.Q4_1.gguf:
 its greedy tokens and first-token logits with an F32 KV cache (no flash
 attention) against its default (F16 cache) as recorded in
-tests/data/smollm2/ref.json.  The numbers behind NEAR and the logit
-tolerances of tests/python/test_smollm2.py; prints, writes nothing.
+tests/data/smollm2/ref.json; with --default, its default settings on this
+machine's CPU against that recording (made on another CPU: llama.cpp's
+kernels, and so its rounding, follow the CPU's features).  The numbers
+behind NEAR and the logit tolerances of tests/python/test_smollm2.py;
+prints, writes nothing.
 
-    python3 tests/gen/smollm2_llamacpp_self.py      # needs llama_cpp
+    python3 tests/gen/smollm2_llamacpp_self.py [--default]   # needs llama_cpp
 """
 import json
 import pathlib
+import sys
 
 import numpy as np
 
@@ -20,9 +24,10 @@ def main():
     import llama_cpp
     ref = json.loads((DATA / "ref.json").read_text())
     rows = np.load(DATA / "ref_logits.npy").astype(np.float64)
+    f32 = {} if "--default" in sys.argv[1:] else {"type_k": 0, "type_v": 0}  # GGML_TYPE_F32
     llm = llama_cpp.Llama(model_path=model_path(), n_ctx=512, n_batch=512, n_threads=2,
                           n_threads_batch=2, logits_all=True, seed=0, verbose=False,
-                          type_k=0, type_v=0, flash_attn=False)   # GGML_TYPE_F32
+                          flash_attn=False, **f32)
     for k, (name, r) in enumerate(ref["prompts"].items()):
         llm.reset()
         llm.eval(r["ids"])

@@ -24,7 +24,11 @@ GAP = 1e-3   # the issue's near-tie: llama.cpp's top-2 logits this close
 # accumulation order, F16 rounding in llama.cpp's attention) flips 8-bit
 # roundings that then add up over 30 layers.  llama.cpp's greedy tokens
 # with the F32 cache leave its default ones at gaps of 0.062 (english,
-# token 20), 0.036 (code, token 12) and 0.29 (chat, token 15).  A greedy
+# token 20), 0.036 (code, token 12) and 0.29 (chat, token 15); llama.cpp
+# with its defaults on another CPU (AVX-512 instead of AVX2 kernels) leaves
+# its own recording at 0.028 (english, token 6), 0.036 (code, token 12)
+# and 0.228 (chat, token 7), its first-token logits 0.65-1.33 away
+# (tests/gen/smollm2_llamacpp_self.py [--default]).  A greedy
 # choice whose top-2 gap is under NEAR is therefore a tie for either
 # implementation: where the tokens differ there, the comparison stops (and
 # says so).
