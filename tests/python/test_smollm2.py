@@ -25,7 +25,7 @@ GAP = 1e-3   # the issue's near-tie: llama.cpp's top-2 logits this close
 # roundings that then add up over 30 layers.  llama.cpp's greedy tokens
 # with the F32 cache leave its default ones at gaps of 0.062 (english,
 # token 20), 0.036 (code, token 12) and 0.29 (chat, token 15); llama.cpp
-# with its defaults on another CPU (AVX-512 instead of AVX2 kernels) leaves
+# with its defaults on another CPU than the recording's (AVX-512 Zen 5) leaves
 # its own recording at 0.028 (english, token 6), 0.036 (code, token 12)
 # and 0.228 (chat, token 7), its first-token logits 0.65-1.33 away
 # (tests/gen/smollm2_llamacpp_self.py [--default]).  A greedy
