@@ -9,7 +9,8 @@
 #include "foundry/bert.h"
 
 /* One encoder layer.  q, k and v are fused into one [3H, H] projection
- * (one matrix product instead of three over the same input). */
+ * (one matrix product instead of three over the same input).  The four
+ * linear weights are [out, in] views of [in, out] storage (bert_io.c). */
 typedef struct tm__bert_layer {
     tm_tensor *qkv_w, *qkv_b;   /* [3H, H], [3H] */
     tm_tensor *ao_w, *ao_b;     /* attention.output.dense [H, H], [H] */

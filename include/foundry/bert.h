@@ -11,9 +11,10 @@
  * The encoder is BERT as transformers' BertModel computes it: word +
  * absolute position + token type embeddings, LayerNorm; per layer
  * post-LayerNorm self-attention and a GELU (erf) feed-forward network.  The
- * weights come from `model.safetensors` (F32, F16 or BF16; F32 tensors stay
- * zero-copy in the file mapping, F16/BF16 are widened to F32 once) and the
- * shape from `config.json`.  Inference only: nothing records gradients.
+ * weights come from `model.safetensors` (F32, F16 or BF16: embeddings and
+ * norms stored F32 stay zero-copy in the file mapping; the linear weights
+ * are copied once as [in, out], the layout a product with few rows reads
+ * fastest, F16/BF16 widened to F32) and the shape from `config.json`.  Inference only: nothing records gradients.
  *
  * Padding costs nothing: the real tokens of every row (mask 1) are packed
  * into one [N, H] matrix before the layers, so the matrix products see only
