@@ -101,7 +101,14 @@ all: $(STATIC) $(SHARED) $(FOUNDRY_BIN)
 # picks one at run time (cpu/cpu_features.c), so the rest of the code
 # stays baseline and one binary runs on any CPU of its architecture.  Files
 # for another architecture compile to nothing (#if guards inside).
-TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+# The aarch64 target is named, not asked of the cross compiler: .deps-aarch64
+# may install that compiler only after this file is read, and an empty
+# answer would build the dot-product kernels without their instructions.
+ifeq ($(ARCH),aarch64)
+  TARGET_MACHINE := aarch64-linux-gnu
+else
+  TARGET_MACHINE := $(shell $(CC) -dumpmachine 2>/dev/null)
+endif
 ifneq ($(findstring x86_64,$(TARGET_MACHINE)),)
   $(B)/obj/%_avx512.o: ISAFLAGS := -mavx512f -mavx512vl -mavx512dq -mavx2 -mfma
   $(B)/obj/%_avx2.o: ISAFLAGS := -mavx2 -mfma
