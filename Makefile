@@ -69,7 +69,7 @@ LDLIBS := -lpthread -lm
 # Every library source: the front-end modules and the CPU backend.
 LIB_DIRS := tensor/runtime tensor/core tensor/ops tensor/autograd \
             nn nn/functional optim io cpu cpu/gemm cpu/vmath cpu/optim \
-            cpu/conv cpu/attention attention quantize cpu/quant
+            cpu/conv cpu/attention attention quantize cpu/quant swarm
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 TEST_SRC := $(wildcard tests/c/*.c)
