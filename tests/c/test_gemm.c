@@ -534,6 +534,27 @@ TEST(gemm_errors_name_the_problem)
     tm_free(wd);
 }
 
+/* True when the first `rows` rows of a, multiplied by b (op(b) = bᵀ when
+ * tb) into those rows of c0 as 0.5 * a·b + 2 * c0, give exactly the bits
+ * of those rows of `full` (the same product over all of a's rows). */
+static bool prefix_rows_match(const tm_tensor *a, const tm_tensor *b, bool tb,
+                              const tm_tensor *c0, const tm_tensor *full,
+                              int64_t rows)
+{
+    tm_tensor *ar = tm_narrow(a, 0, 0, rows);
+    tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
+    tm_tensor *cr = c0r ? tm_clone(c0r) : NULL;
+    tm_tensor *fr = tm_narrow(full, 0, 0, rows);
+    tm_free(c0r);
+    bool ok = ar && cr && fr && tm_gemm(false, tb, 0.5, ar, b, 2.0, cr) == TM_OK;
+    tm_tensor *eq = ok ? tm_eq(cr, fr) : NULL;
+    tm_tensor *all = eq ? tm_all(eq, NULL, 0, false) : NULL;
+    int64_t same = 0;
+    ok = all && tm_item_i64(all, &same) == TM_OK && same == 1;
+    tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr); tm_free(ar);
+    return ok;
+}
+
 /* Rows of a ragged row edge (fewer than MR rows left) run through the
  * one-row kernel, which must give the same bits as the full-tile kernel:
  * the first rows of an 8-row product equal products of 1..3 rows, for
@@ -552,21 +573,8 @@ TEST(gemm_ragged_rows_give_the_same_bits_as_full_tiles)
             REQUIRE(a && b && full);
             tm_tensor *c0 = tm_clone(full);
             CHECK_INT(tm_gemm(false, false, 0.5, a, b, 2.0, full), TM_OK);
-            for (int64_t rows = 1; rows <= 3; rows++) {
-                tm_tensor *ar = tm_narrow(a, 0, 0, rows);
-                tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
-                tm_tensor *cr = tm_clone(c0r);
-                tm_tensor *fr = tm_narrow(full, 0, 0, rows);
-                tm_free(c0r);
-                CHECK_INT(tm_gemm(false, false, 0.5, ar, b, 2.0, cr), TM_OK);
-                tm_tensor *eq = tm_eq(cr, fr), *all = tm_all(eq, NULL, 0,
-                                                            false);
-                int64_t same = 0;
-                CHECK_INT(tm_item_i64(all, &same), TM_OK);
-                CHECK(same == 1);
-                tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr);
-                tm_free(ar);
-            }
+            for (int64_t rows = 1; rows <= 3; rows++)
+                CHECK(prefix_rows_match(a, b, false, c0, full, rows));
             tm_free(c0); tm_free(full); tm_free(b); tm_free(a);
         }
     }
@@ -594,23 +602,10 @@ TEST(gemm_a_few_rows_against_a_row_major_b_give_the_same_bits_as_many)
             REQUIRE(a && b && full);
             tm_tensor *c0 = tm_clone(full);
             CHECK_INT(tm_gemm(false, false, 0.5, a, b, 2.0, full), TM_OK);
-            for (size_t r = 0; r < sizeof few / sizeof *few; r++) {
-                int64_t rows = few[r];
-                tm_tensor *ar = tm_narrow(a, 0, 0, rows);
-                tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
-                tm_tensor *cr = tm_clone(c0r);
-                tm_tensor *fr = tm_narrow(full, 0, 0, rows);
-                tm_free(c0r);
-                CHECK_INT(tm_gemm(false, false, 0.5, ar, b, 2.0, cr), TM_OK);
-                tm_tensor *eq = tm_eq(cr, fr), *all = tm_all(eq, NULL, 0, false);
-                int64_t same = 0;
-                CHECK_INT(tm_item_i64(all, &same), TM_OK);
-                if (same != 1)
+            for (size_t r = 0; r < sizeof few / sizeof *few; r++)
+                if (!prefix_rows_match(a, b, false, c0, full, few[r]))
                     tt_fail(__FILE__, __LINE__, "family %d k %lld n %lld rows %lld differ", f,
-                            (long long)k, (long long)n, (long long)rows);
-                tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr);
-                tm_free(ar);
-            }
+                            (long long)k, (long long)n, (long long)few[r]);
             tm_free(c0); tm_free(full); tm_free(b); tm_free(a);
         }
     }
@@ -636,22 +631,10 @@ TEST(gemm_few_rows_against_a_transposed_b_give_the_same_bits_as_full_tiles)
             REQUIRE(a && w && full);
             tm_tensor *c0 = tm_clone(full);
             CHECK_INT(tm_gemm(false, true, 0.5, a, w, 2.0, full), TM_OK);
-            for (int64_t rows = 1; rows <= 3; rows++) {
-                tm_tensor *ar = tm_narrow(a, 0, 0, rows);
-                tm_tensor *c0r = tm_narrow(c0, 0, 0, rows);
-                tm_tensor *cr = tm_clone(c0r);
-                tm_tensor *fr = tm_narrow(full, 0, 0, rows);
-                tm_free(c0r);
-                CHECK_INT(tm_gemm(false, true, 0.5, ar, w, 2.0, cr), TM_OK);
-                tm_tensor *eq = tm_eq(cr, fr), *all = tm_all(eq, NULL, 0, false);
-                int64_t same = 0;
-                CHECK_INT(tm_item_i64(all, &same), TM_OK);
-                if (same != 1)
+            for (int64_t rows = 1; rows <= 3; rows++)
+                if (!prefix_rows_match(a, w, true, c0, full, rows))
                     tt_fail(__FILE__, __LINE__, "family %d k %lld n %lld rows %lld differ", f,
                             (long long)k, (long long)n, (long long)rows);
-                tm_free(all); tm_free(eq); tm_free(fr); tm_free(cr);
-                tm_free(ar);
-            }
             tm_free(c0); tm_free(full); tm_free(w); tm_free(a);
         }
     }
