@@ -77,7 +77,8 @@ typedef enum tm__swrm_mode {
     TM__SWRM_ENCRYPT = 2,  /* ChaCha20-Poly1305 per frame */
 } tm__swrm_mode;
 
-/* CRC32 (IEEE 802.3, reflected, as zlib's crc32): start with crc = 0. */
+/* CRC32 (IEEE 802.3, reflected, as zlib's crc32): start with crc = 0.
+ * The one io/inflate.c defines for gzip. */
 uint32_t tm__crc32(uint32_t crc, const void *p, size_t n);
 
 /* Monotonic clock in milliseconds. */
