@@ -31,5 +31,6 @@
 #include "foundry/bert.h"
 #include "foundry/gguf.h"
 #include "foundry/quantize.h"
+#include "foundry/swarm.h"
 
 #endif

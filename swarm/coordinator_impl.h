@@ -1,0 +1,92 @@
+/*
+ * coordinator_impl.h — the coordinator's state, shared by its connection
+ * handling (coordinator.c) and its rounds (coordinator_round.c).
+ *
+ * Threads: run() accepts connections, closes rounds, sends heartbeats
+ * and reaps finished peers; each peer has a reader thread that does the
+ * handshake and then hands every frame to the coordinator under `mu`.
+ * Every send to a peer holds that peer's `tx`.
+ */
+#ifndef FOUNDRY_SWARM_COORDINATOR_IMPL_H
+#define FOUNDRY_SWARM_COORDINATOR_IMPL_H
+
+#include "swarm_impl.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum { P_HANDSHAKE, P_WAIT, P_SYNCED }; /* WAIT: needs a snapshot */
+
+typedef struct peer {
+    struct tm_swarm_coordinator *co;
+    struct peer *next; /* in id order */
+    int fd;
+    tm__swrm_conn c;
+    pthread_t th;
+    pthread_mutex_t tx;
+    int64_t last_tx_ms;
+    atomic_bool done; /* the reader thread has finished */
+    uint32_t id;
+    int state;
+    char name[TM__SWRM_NAME_MAX + 1];
+    /* this round's contribution, decoded (owned) */
+    bool has;
+    uint64_t hash;
+    uint8_t kind;
+    int64_t k;      /* entries (dense: numel) */
+    int64_t *idx;   /* sparse only */
+    float *val;
+    size_t cap;     /* entries idx/val can hold */
+} peer;
+
+struct tm_swarm_coordinator {
+    tm_swarm_opts o;
+    uint8_t *key;
+    char ckpt[512];
+    int lfd, port, wake[2];
+    atomic_bool stop;
+    pthread_mutex_t mu;
+    peer *peers;
+    uint32_t next_id;
+    /* the model, fixed by the first worker (or the checkpoint) */
+    bool have_model;
+    uint64_t numel;
+    uint8_t fingerprint[32];
+    tm__swarm_settings s;
+    /* rounds */
+    uint64_t round;
+    int64_t first_ms; /* first contribution of the open round, or -1 */
+    float *acc;
+    uint8_t *mark;
+    double norms[32]; /* recent accepted update norms */
+    int n_norms, norm_pos;
+    /* the latest snapshot (a STATE payload) */
+    uint8_t *snap;
+    uint32_t snap_n;
+    uint64_t snap_round, snap_hash;
+    uint32_t snap_from; /* peer asked for one, or 0 */
+    tm_swarm_stats stats;
+};
+
+/* Sends under the peer's tx lock, counting bytes. */
+tm_status tm__co_send(peer *p, tm__swrm_type type, const void *b, uint32_t n);
+/* Sends an ERROR frame with the message (best effort). */
+void tm__co_send_error(peer *p, const char *msg);
+
+/* With mu held: a peer's JOIN (refusals close it); a contribution; a
+ * snapshot from a worker. */
+tm_status tm__co_join(tm_swarm_coordinator *co, peer *p,
+                      const tm__swarm_join_msg *j);
+void tm__co_contribution(tm_swarm_coordinator *co, peer *p, int type,
+                         uint8_t *payload, uint32_t n);
+void tm__co_snapshot(tm_swarm_coordinator *co, peer *p, uint8_t *payload,
+                     uint32_t n);
+/* With mu held, from run(): closes the round when it is due; serves
+ * peers waiting for a snapshot. */
+void tm__co_tick(tm_swarm_coordinator *co);
+/* Checkpoint files in co->ckpt: write the snapshot, or read one back. */
+tm_status tm__co_save(tm_swarm_coordinator *co);
+tm_status tm__co_load(tm_swarm_coordinator *co);
+int tm__co_live(const tm_swarm_coordinator *co, int state);
+
+#endif

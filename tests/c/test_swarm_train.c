@@ -1,0 +1,254 @@
+/* The swarm end to end on loopback: a coordinator and worker threads
+ * training one parameter vector toward the mean of the workers' targets,
+ * with hostile peers and broken updates thrown in.  Every wait is bounded
+ * (the coordinator's round deadline and peer timeout are short). */
+#include "harness.h"
+
+#include "../../swarm/compress.h"
+#include "../../swarm/frame.h"
+#include "../../tensor/runtime/runtime_impl.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#define N 512
+#define ROUNDS 40
+static const uint8_t KEY[] = "a pre-shared key of 32 bytes....";
+
+typedef struct job {
+    int id, port, rounds;
+    tm_swarm_mode mode;
+    double ratio, lr;
+    bool evil; /* sends a NaN and a 1000x gradient once each */
+    bool encrypt;
+    int nan_sent, big_sent;
+    tm_status st;
+    char err[256];
+    float final[N];
+    uint64_t sent;
+    int world;
+} job;
+
+/* The workers' targets differ a little, as shards of one data set do:
+ * TopK then carries a noise floor of about lr * (rounds between sends)
+ * * (spread of the targets), the price of error feedback's delay. */
+static float target(int worker, int j) { return sinf(0.1f * (float)j) + 0.1f * (float)worker; }
+
+static void *worker_main(void *arg)
+{
+    job *jb = arg;
+    tm_tensor *w = tm_full((int64_t[]){N}, 1, (double)(10 * jb->id), TM_F32);
+    tm_requires_grad_(w, true);
+    tm_params *ps = tm_params_new();
+    tm_params_add(ps, "w", w, false);
+    tm_optim_hparams hp = tm_optim_defaults(TM_OPTIM_SGD);
+    hp.lr = jb->lr;
+    tm_optim *opt = tm_optim_new(TM_OPTIM_SGD, &hp);
+    tm_optim_add_params(opt, ps, NULL);
+    tm_swarm_opts o = tm_swarm_defaults();
+    o.host = "127.0.0.1";
+    o.port = jb->port;
+    o.key = KEY;
+    o.key_len = 32;
+    o.encrypt = jb->encrypt;
+    o.mode = jb->mode;
+    o.topk_ratio = jb->ratio;
+    o.reconnect_ms = 5000;
+    char name[16];
+    snprintf(name, sizeof name, "w%d", jb->id);
+    o.name = name;
+    tm_swarm *sw = tm_swarm_join(&o, ps, opt);
+    jb->st = sw ? TM_OK : tm_last_status();
+    /* every worker stops at the same swarm round, wherever it joined */
+    for (int64_t r; sw && !jb->st && (r = tm_swarm_round(sw)) < jb->rounds;) {
+        float g[N];
+        const float *p = tm_data(w);
+        for (int j = 0; j < N; j++) g[j] = p[j] - target(jb->id, j); /* of (p - t)^2 / 2 */
+        if (jb->evil && r == 20 && !jb->nan_sent++) g[3] = NAN;
+        if (jb->evil && r == 25 && !jb->big_sent++)
+            for (int j = 0; j < N; j++) g[j] *= 1000;
+        tm_tensor *gt = tm_from_buffer(g, (int64_t[]){N}, 1, TM_F32);
+        tm_set_grad(w, gt);
+        tm_free(gt);
+        jb->st = tm_swarm_step(sw);
+    }
+    if (jb->st) snprintf(jb->err, sizeof jb->err, "%s", tm_last_error());
+    memcpy(jb->final, tm_data(w), sizeof jb->final);
+    jb->world = tm_swarm_world(sw);
+    tm_swarm_bytes(sw, &jb->sent, NULL);
+    tm_swarm_leave(sw);
+    tm_optim_free(opt);
+    tm_params_free(ps);
+    tm_free(w);
+    return NULL;
+}
+
+static void *coordinator_main(void *arg)
+{
+    tm_swarm_coordinator_run(arg);
+    return NULL;
+}
+
+static tm_swarm_coordinator *start(pthread_t *th, bool encrypt)
+{
+    tm_swarm_opts o = tm_swarm_defaults();
+    o.key = KEY;
+    o.key_len = 32;
+    o.encrypt = encrypt;
+    o.round_deadline_ms = 3000;
+    o.peer_timeout_ms = 3000;
+    o.heartbeat_ms = 200;
+    tm_swarm_coordinator *co = tm_swarm_coordinator_new(&o);
+    if (co) pthread_create(th, NULL, coordinator_main, co);
+    return co;
+}
+
+/* Runs `nw` workers to the end; checks they agree bit for bit. */
+static void train(tm_swarm_coordinator *co, job *jobs, int nw)
+{
+    pthread_t th[8];
+    for (int i = 0; i < nw; i++) {
+        jobs[i].port = tm_swarm_coordinator_port(co);
+        pthread_create(&th[i], NULL, worker_main, &jobs[i]);
+    }
+    for (int i = 0; i < nw; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < nw; i++) {
+        if (jobs[i].st) tt_fail(__FILE__, __LINE__, "worker %d: %s", i, jobs[i].err);
+        CHECK(memcmp(jobs[i].final, jobs[0].final, sizeof jobs[0].final) == 0);
+    }
+}
+
+/* Distance of the replica from the optimum (the mean target). */
+static double error_of(const float *w, int nw, int first)
+{
+    double e = 0;
+    for (int j = 0; j < N; j++) {
+        double mean = 0;
+        for (int i = 0; i < nw; i++) mean += target(first + i, j);
+        mean /= nw;
+        e = fmax(e, fabs(w[j] - mean));
+    }
+    return e;
+}
+
+TEST(swarm_workers_train_to_identical_replicas_dense_and_topk)
+{
+    pthread_t ct;
+    tm_swarm_coordinator *co = start(&ct, false);
+    REQUIRE(co);
+    job jobs[3];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = ROUNDS, .mode = TM_SWARM_DENSE, .ratio = 0.01, .lr = 0.5};
+    train(co, jobs, 3);
+    /* the optimum is the mean target; from 10 away the dense run gets close */
+    CHECK(error_of(jobs[0].final, 3, 1) < 1e-3);
+    CHECK_INT(jobs[0].world, 3);
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+
+    co = start(&ct, true);
+    REQUIRE(co);
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = 4 * ROUNDS, .mode = TM_SWARM_TOPK,
+                        .ratio = 0.05, .lr = 0.1, .encrypt = true};
+    train(co, jobs, 3);
+    /* from about 10 away, down to TopK's floor: lr 0.1 * ~20 rounds between
+     * sends of a value * 0.1 spread = 0.2 at worst, 0.06 measured */
+    CHECK(error_of(jobs[0].final, 3, 1) < 0.15);
+    /* 5% of the values as varint index + F32 value, against 4 bytes each */
+    CHECK(jobs[1].sent < (uint64_t)(4 * ROUNDS) * N * 4 / 5);
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+}
+
+/* Raw hostile connections while the swarm trains. */
+static atomic_bool hostile_done;
+static int hostile_port;
+
+static int dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)hostile_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void *hostile_main(void *arg)
+{
+    (void)arg;
+    static const uint8_t other[] = "the wrong key, also 32 bytes....";
+    for (int kind = 0; kind < 6; kind++) {
+        int fd = dial();
+        if (fd < 0) continue;
+        tm__swrm_conn c;
+        tm__swrm_conn_init(&c, tm__swrm_fd_io(fd), "coordinator");
+        uint8_t junk[64];
+        for (int i = 0; i < 64; i++) junk[i] = (uint8_t)(i * 37 + kind);
+        if (kind == 0) { /* random bytes */
+            ssize_t r = write(fd, junk, sizeof junk);
+            (void)r;
+        } else if (kind == 1) { /* a header claiming 2 GiB */
+            uint8_t h[16] = {'S', 'W', 'R', 'M', 1, 0, 1, 0, 0, 0, 0, 0x80};
+            ssize_t r = write(fd, h, 16);
+            (void)r;
+        } else if (kind == 2 || kind == 3) { /* wrong key, no key */
+            tm__swrm_auth a = {kind == 2 ? other : NULL, kind == 2 ? 32 : 0,
+                               kind == 2 ? TM__SWRM_AUTH : TM__SWRM_INSECURE};
+            tm__swrm_handshake_client(&c, &a, "evil", tm__now_ms() + 3000);
+        } else if (kind == 4) { /* right key, then a non-worker message */
+            tm__swrm_auth a = {KEY, 32, TM__SWRM_AUTH};
+            if (!tm__swrm_handshake_client(&c, &a, "evil", tm__now_ms() + 3000))
+                tm__swrm_send(&c, TM__SWRM_UPDATE, junk, 64);
+        } else { /* right key, a JOIN for another model */
+            tm__swrm_auth a = {KEY, 32, TM__SWRM_AUTH};
+            uint8_t j[120] = {0};
+            j[0] = 7;
+            if (!tm__swrm_handshake_client(&c, &a, "evil", tm__now_ms() + 3000))
+                tm__swrm_send(&c, TM__SWRM_JOIN, j, sizeof j);
+        }
+        /* wait for the coordinator to close it */
+        char b[256];
+        while (read(fd, b, sizeof b) > 0) {}
+        tm__swrm_conn_wipe(&c);
+        close(fd);
+    }
+    atomic_store(&hostile_done, true);
+    return NULL;
+}
+
+TEST(swarm_hostile_peers_and_broken_updates_leave_the_others_unharmed)
+{
+    pthread_t ct, ht;
+    tm_swarm_coordinator *co = start(&ct, false);
+    REQUIRE(co);
+    hostile_port = tm_swarm_coordinator_port(co);
+    atomic_store(&hostile_done, false);
+    pthread_create(&ht, NULL, hostile_main, NULL);
+    job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = ROUNDS, .mode = TM_SWARM_TOPK,
+                        .ratio = 0.25, .lr = 0.2, .evil = i == 2};
+    train(co, jobs, 3);
+    pthread_join(ht, NULL);
+    tm_swarm_stats s;
+    tm_swarm_coordinator_stats(co, &s);
+    CHECK(s.refused >= 5);         /* every hostile connection but the junk-after-auth one */
+    CHECK(s.dropped_updates >= 2); /* the NaN and the 1000x gradient */
+    for (int j = 0; j < N; j++) CHECK(isfinite(jobs[0].final[j]));
+    CHECK(error_of(jobs[0].final, 3, 1) < 0.1); /* floor 0.2 * 4 * 0.1 */
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+}
