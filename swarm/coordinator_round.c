@@ -191,19 +191,21 @@ static double median_norm(const tm_swarm_coordinator *co)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The hash most contributors share (ties: the lowest worker id's). */
+static bool counts(const peer *p)
+{
+    return p->has && p->state == P_SYNCED && !atomic_load(&p->done);
+}
+
+/* The hash most contributors share (ties: the lowest worker id's; the
+ * list is in id order).  Quadratic in the workers, who are few. */
 static uint64_t majority_hash(const tm_swarm_coordinator *co)
 {
-    uint64_t h[256];
-    int n = 0;
-    for (const peer *p = co->peers; p && n < 256; p = p->next)
-        if (p->has && p->state == P_SYNCED) h[n++] = p->hash;
     uint64_t best = 0;
     int best_n = 0;
     for (const peer *p = co->peers; p; p = p->next) {
-        if (!p->has || p->state != P_SYNCED) continue;
+        if (!counts(p)) continue;
         int c = 0;
-        for (int i = 0; i < n; i++) c += h[i] == p->hash;
+        for (const peer *q = co->peers; q; q = q->next) c += counts(q) && q->hash == p->hash;
         if (c > best_n) {
             best_n = c;
             best = p->hash;
@@ -224,7 +226,7 @@ static void close_round(tm_swarm_coordinator *co)
     double fresh[32];
     int n_fresh = 0;
     for (peer *p = co->peers; p; p = p->next) {
-        if (!p->has || p->state != P_SYNCED || atomic_load(&p->done)) continue;
+        if (!counts(p)) continue;
         if (p->hash != hash) {
             tm_logf(TM_LOG_WARN, "swarm coordinator: worker %u (%s) diverged "
                     "from the swarm; it gets the state", p->id, p->name);
@@ -256,7 +258,7 @@ static void close_round(tm_swarm_coordinator *co)
         co->norm_pos = (co->norm_pos + 1) % 32;
         if (co->n_norms < 32) co->n_norms++;
     }
-    float inv_div = (float)(count ? count : 1);
+    float divisor = (float)(count ? count : 1);
     int64_t touched = n;
     if (sparse) {
         touched = 0;
@@ -272,18 +274,21 @@ static void close_round(tm_swarm_coordinator *co)
     tm_status st = (!buf || (sparse && (!idx || !val))) ? TM_ENOMEM : TM_OK;
     if (!st && sparse) {
         int64_t t = 0;
+        /* F16 when the workers send F16 and every average fits in it */
+        int dt = co->s.values_f16 ? TM__SPARSE_F16 : TM__SPARSE_F32;
         for (int64_t i = 0; i < n; i++)
             if (co->mark[i]) {
                 idx[t] = i;
-                val[t++] = co->acc[i] / inv_div;
+                val[t] = co->acc[i] / divisor;
+                if (!(fabsf(val[t++]) <= 65504.0f)) dt = TM__SPARSE_F32;
             }
-        st = tm__sparse_encode(n, touched, idx, val, TM__SPARSE_F32,
+        st = tm__sparse_encode(n, touched, idx, val, dt,
                                buf + TM__SWARM_PREFIX, cap - TM__SWARM_PREFIX,
                                &len);
     } else if (!st) {
         tm__put_u64(buf + TM__SWARM_PREFIX, (uint64_t)n);
         float *v = (float *)(buf + TM__SWARM_PREFIX + 8);
-        for (int64_t i = 0; i < n; i++) v[i] = co->acc[i] / inv_div;
+        for (int64_t i = 0; i < n; i++) v[i] = co->acc[i] / divisor;
         len = 8 + 4 * (size_t)n;
     }
     memset(co->acc, 0, (size_t)n * 4);

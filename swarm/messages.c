@@ -88,9 +88,10 @@ tm_status tm__swarm_join_decode(const uint8_t *p, uint32_t n,
     m->s.local_steps = (int64_t)tm__get_u64(p + 96);
     m->s.outer_lr = get_f64(p + 104);
     m->s.outer_momentum = get_f64(p + 112);
-    if (m->numel == 0 || m->numel > ((uint64_t)1 << 40))
-        return TM_ERR(TM_EFORMAT, "JOIN with %llu parameter values",
-                      (unsigned long long)m->numel);
+    if (m->numel == 0 || m->numel > TM__SWARM_MAX_NUMEL)
+        return TM_ERR(TM_EFORMAT, "JOIN with %llu parameter values (1 to %llu)",
+                      (unsigned long long)m->numel,
+                      (unsigned long long)TM__SWARM_MAX_NUMEL);
     tm_status st = tm__swarm_settings_check(&m->s);
     return st ? tm__relabel_error(__func__, st) : TM_OK;
 }

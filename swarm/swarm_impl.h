@@ -65,6 +65,10 @@ typedef struct tm__swarm_settings {
 } tm__swarm_settings;
 
 #define TM__SWARM_FRESH UINT64_MAX /* JOIN round of a worker with no past */
+/* The largest model a swarm takes: every frame's payload length is a u32,
+ * and a sparse frame of all n entries takes up to 14 bytes a value (a
+ * 10-byte varint and an F32), an Adam snapshot 12. */
+#define TM__SWARM_MAX_NUMEL ((uint64_t)300000000)
 
 typedef struct tm__swarm_join_msg {
     uint64_t numel;          /* parameter values */

@@ -27,6 +27,7 @@ struct tm_swarm {
     int fd;
     tm__swrm_conn c;
     atomic_bool connected;
+    atomic_bool joined; /* JOIN sent: heartbeats may flow */
     atomic_llong last_tx_ms;
     pthread_t hb;
     bool hb_started;
@@ -90,7 +91,7 @@ static void *heartbeat_main(void *arg)
     while (!atomic_load(&sw->stop)) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        if (atomic_load(&sw->connected) &&
+        if (atomic_load(&sw->joined) &&
             tm__now_ms() - atomic_load(&sw->last_tx_ms) >= sw->o.heartbeat_ms) {
             wsend(sw, TM__SWRM_HEARTBEAT, NULL, 0); /* failures show in step */
         }
@@ -101,6 +102,7 @@ static void *heartbeat_main(void *arg)
 static void disconnect(tm_swarm *sw)
 {
     pthread_mutex_lock(&sw->tx);
+    atomic_store(&sw->joined, false);
     if (atomic_load(&sw->connected)) {
         atomic_store(&sw->connected, false);
         tm__swrm_conn_wipe(&sw->c);
@@ -137,6 +139,7 @@ static tm_status wrecv(tm_swarm *sw, int *type, uint8_t **p, uint32_t *n)
             msg[m] = 0;
             tm__dealloc(*p);
             *p = NULL;
+            disconnect(sw); /* the coordinator closes after an ERROR */
             return TM_ERR(TM_EINVAL, "the coordinator refused: %s", msg);
         }
         return TM_OK;
@@ -222,6 +225,9 @@ static tm_status connect_once(tm_swarm *sw, int64_t deadline)
     uint8_t jb[TM__SWARM_JOIN_BYTES];
     tm__swarm_join_encode(&j, jb);
     st = wsend(sw, TM__SWRM_JOIN, jb, sizeof jb);
+    /* from here heartbeats keep the coordinator from dropping us while a
+     * large state is on its way */
+    if (!st) atomic_store(&sw->joined, true);
     int type;
     uint8_t *p = NULL;
     uint32_t n = 0;
@@ -364,6 +370,11 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
         else memcpy(sw->key, o->key, o->key_len);
     }
     if (!st) st = tm__swarm_flat_init(&sw->f, params);
+    if (!st && (uint64_t)sw->f.numel > TM__SWARM_MAX_NUMEL)
+        st = TM_ERR(TM_EOVERFLOW, "a model of %lld values is over the swarm's "
+                    "limit of %llu (frame lengths are 32-bit)",
+                    (long long)sw->f.numel,
+                    (unsigned long long)TM__SWARM_MAX_NUMEL);
     size_t nb = st ? 0 : (size_t)sw->f.numel;
     if (!st) {
         sw->flat = tm__alloc(nb * 4, __func__);
@@ -382,14 +393,16 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
         if (!sw->idx || !sw->val) st = TM_ENOMEM;
     }
     if (!st && o->mode == TM_SWARM_DILOCO) st = diloco_init(sw, params);
-    if (!st) st = connect_retry(sw);
     if (!st) {
-        sw->has_past = true;
-        sw->resynced = false;
         if (pthread_create(&sw->hb, NULL, heartbeat_main, sw) == 0)
             sw->hb_started = true;
         else
             st = TM_ERR(TM_ENOMEM, "cannot start the heartbeat thread");
+    }
+    if (!st) st = connect_retry(sw);
+    if (!st) {
+        sw->has_past = true;
+        sw->resynced = false;
     }
     if (st) {
         tm_status keep = tm_last_status();
@@ -568,7 +581,10 @@ tm_status tm_swarm_step(tm_swarm *sw)
         if (!st) return TM_OK;
         if (st != TM_EIO && st != TM_EFORMAT) return st;
     }
-    if (st == TM_EIO || st == TM_EFORMAT) return rejoin(sw, st);
+    /* a broken or closed connection, or the coordinator's ERROR: the round
+     * is lost; rejoining says whether this replica may go on */
+    if (st == TM_EIO || st == TM_EFORMAT || !atomic_load(&sw->connected))
+        return rejoin(sw, st);
     return st;
 }
 
