@@ -130,5 +130,6 @@ int cmd_inspect(int argc, char **argv);
 int cli_inspect_gguf(const char *path);
 int cmd_plot(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_swarm(int argc, char **argv);
 
 #endif

@@ -30,7 +30,7 @@ static int build_config(const train_opts *o, const tm_tokenizer *tok, const cli_
                         tm_gpt_config *c)
 {
     if (tm_gpt_preset(o->preset ? o->preset : "gpt-tiny", c) != TM_OK)
-        return cli_usage_error("train", "--preset: %s", tm_last_error());
+        return cli_usage_error(o->sub, "--preset: %s", tm_last_error());
     if (o->rope)
         c->pos = TM_GPT_POS_ROPE;
     if (o->rmsnorm)
@@ -70,7 +70,7 @@ static int build_config(const train_opts *o, const tm_tokenizer *tok, const cli_
     c->bos_id = tm_tokenizer_bos_id(tok);
     c->eos_id = tm_tokenizer_eos_id(tok);
     if (tm_gpt_config_check(c) != TM_OK)
-        return cli_usage_error("train", "model: %s", tm_last_error());
+        return cli_usage_error(o->sub, "model: %s", tm_last_error());
     return CLI_OK;
 }
 
@@ -89,7 +89,7 @@ static int prepare_data(train_opts *o, tm_progress_mode pm, tm_tokenizer **tok_o
         goto fail;
     if (o->data.n == 1 && ends_with(o->data.v[0], ".ftok")) {
         if (!o->tokenizer) {
-            rc = cli_usage_error("train", "--data %s is a token dataset: give its --tokenizer FILE",
+            rc = cli_usage_error(o->sub, "--data %s is a token dataset: give its --tokenizer FILE",
                                  o->data.v[0]);
             goto fail;
         }
@@ -135,7 +135,7 @@ done:
     rc = CLI_OK;
 fail:
     if (rc == CLI_RUNTIME)
-        cli_lib_error("train");
+        cli_lib_error(o->sub);
     tm_tokenizer_free(tok);
     tm_token_dataset_close(ds);
     corpus_free(&c);
@@ -174,7 +174,7 @@ static int resume_data(train_opts *o, tm_tokenizer **tok_out, tm_token_dataset *
     rc = CLI_OK;
 done:
     if (rc != CLI_OK)
-        cli_lib_error("train");
+        cli_lib_error(o->sub);
     tm_gpt_free(m);
     tm_tokenizer_free(tok);
     tm_token_dataset_close(ds);
@@ -183,7 +183,7 @@ done:
     return rc;
 }
 
-int cmd_train(int argc, char **argv)
+int train_command(int argc, char **argv, const train_ext *ext)
 {
     train_opts o = {
         .vocab_size = 2048, .steps = 1000, .batch = 16, .grad_accum = 1, .lr = 1e-3, .min_lr = 1e-4,
@@ -231,6 +231,14 @@ int cmd_train(int argc, char **argv)
         F_BOOL("--resume", &o.resume, "continue the run in RUN_DIR from its last checkpoint"),
         F_BOOL("--quiet", &o.quiet, "no progress bars"),
     };
+    enum { N_TRAIN = (int)(sizeof flags / sizeof flags[0]) };
+    cli_flag all[N_TRAIN + TRAIN_EXT_MAX];
+    int n_ext = ext ? ext->n_flags : 0;
+    if (n_ext > TRAIN_EXT_MAX)
+        return cli_error(ext->name, "too many flags");
+    memcpy(all, flags, sizeof flags);
+    if (n_ext)
+        memcpy(all + N_TRAIN, ext->flags, sizeof(cli_flag) * (size_t)n_ext);
     cli_cmd cmd = {
         .name = "train",
         .usage = "train [--data PATH...] [--tokenizer FILE | --vocab-size N | --char] [--preset NAME] "
@@ -239,8 +247,15 @@ int cmd_train(int argc, char **argv)
                    "model with AdamW, warm-up then cosine decay, gradient clipping; evaluates on held-out\n"
                    "documents; writes RUN_DIR/metrics.jsonl, loss.svg, model.safetensors, config.json,\n"
                    "tokenizer.json, optimizer.safetensors and trainer.json.",
-        .flags = flags, .n_flags = (int)(sizeof flags / sizeof flags[0]), .min_pos = 0, .max_pos = 0,
+        .flags = all, .n_flags = N_TRAIN + n_ext, .min_pos = 0, .max_pos = 0,
     };
+    o.sub = "train";
+    if (ext) {
+        o.sub = ext->name;
+        cmd.name = ext->name;
+        cmd.usage = ext->usage;
+        cmd.summary = ext->summary;
+    }
     const char **pos = NULL;
     int npos = 0, rc = cli_parse(&cmd, argc, argv, &pos, &npos);
     tm_tokenizer *tok = NULL;
@@ -251,35 +266,37 @@ int cmd_train(int argc, char **argv)
         return rc < 0 ? CLI_OK : rc;
     free(pos);
     if (!o.out) {
-        rc = cli_usage_error("train", "--out RUN_DIR is required");
+        rc = cli_usage_error(cmd.name, "--out RUN_DIR is required");
         goto done;
     }
+    if (ext && (rc = ext->ready(ext->ctx, &cmd, &o)) != CLI_OK)
+        goto done;
     if (o.resume && (rc = ckpt_read_trainer(o.out, &st, &cmd, MAY_CHANGE)) != CLI_OK) {
         if (rc == CLI_RUNTIME)
-            cli_lib_error("train");
+            cli_lib_error(o.sub);
         goto done;
     }
     /* An earlier run's --stop-at is not this one's. */
     if (o.resume && !cli_find(&cmd, "--stop-at")->seen)
         o.stop_at = 0;
     if ((o.tokenizer != NULL) + o.char_level + cli_find(&cmd, "--vocab-size")->seen > 1) {
-        rc = cli_usage_error("train", "--tokenizer, --vocab-size and --char exclude each other");
+        rc = cli_usage_error(o.sub, "--tokenizer, --vocab-size and --char exclude each other");
         goto done;
     }
     if (o.warmup >= o.steps) {
-        rc = cli_usage_error("train", "--warmup %lld must be below --steps %lld", (long long)o.warmup,
+        rc = cli_usage_error(o.sub, "--warmup %lld must be below --steps %lld", (long long)o.warmup,
                              (long long)o.steps);
         goto done;
     }
     if (o.stop_at && o.stop_at <= st.step) {
-        rc = cli_usage_error("train", "--stop-at %lld: the run is already at step %lld",
+        rc = cli_usage_error(o.sub, "--stop-at %lld: the run is already at step %lld",
                              (long long)o.stop_at, (long long)st.step);
         goto done;
     }
     if (o.threads)
         tm_set_num_threads((int)o.threads);
     if (cli_mkdir(o.out) != TM_OK) {
-        rc = cli_lib_error("train");
+        rc = cli_lib_error(o.sub);
         goto done;
     }
     tm_progress_mode pm = o.quiet ? TM_PROGRESS_SILENT : TM_PROGRESS_AUTO;
@@ -288,7 +305,7 @@ int cmd_train(int argc, char **argv)
             goto done;
         tm_gpt_set_training(m, true);
         if (tm_gpt_set_rng(m, st.model_rng) != TM_OK) {
-            rc = cli_lib_error("train");
+            rc = cli_lib_error(o.sub);
             goto done;
         }
         printf("resuming %s at step %lld of %lld\n", o.out, (long long)st.step, (long long)o.steps);
@@ -299,13 +316,13 @@ int cmd_train(int argc, char **argv)
             goto done;
         tm_rng rng = tm_rng_new((uint64_t)o.seed);
         if (!(m = tm_gpt_new(&c, &rng)) || tm_gpt_set_rng(m, tm_rng_split(&rng)) != TM_OK) {
-            rc = cli_lib_error("train");
+            rc = cli_lib_error(o.sub);
             goto done;
         }
         tm_gpt_set_training(m, true);
     }
     if (tm_token_dataset_set_val_fraction(ds, o.val_fraction) != TM_OK) {
-        rc = cli_lib_error("train");
+        rc = cli_lib_error(o.sub);
         goto done;
     }
     rc = train_run(&o, &cmd, m, tok, ds, &st);
@@ -317,3 +334,5 @@ done:
     ckpt_release();
     return rc;
 }
+
+int cmd_train(int argc, char **argv) { return train_command(argc, argv, NULL); }

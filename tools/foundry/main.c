@@ -18,6 +18,7 @@ static const sub_entry SUBS[] = {
     {"tokenize", cmd_tokenize, "train a BPE tokenizer, encode text, decode ids"},
     {"inspect", cmd_inspect, "list a safetensors or GGUF file: names, dtypes, shapes, bytes, metadata"},
     {"plot", cmd_plot, "redraw RUN_DIR/loss.svg from RUN_DIR/metrics.jsonl"},
+    {"swarm", cmd_swarm, "train across processes and machines: coordinator, worker, keygen"},
     {"embed", cmd_embed, "sentence embeddings of stdin's lines (a sentence-transformers model)"},
 };
 #define N_SUBS ((int)(sizeof SUBS / sizeof SUBS[0]))

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 typedef struct train_opts {
+    const char *sub; /* the command's name in messages: "train" */
     cli_strs data;
     const char *suffix;
     int64_t max_data_mb;
@@ -29,7 +30,24 @@ typedef struct train_opts {
     bool resume, quiet;
     int64_t sample_tokens;
     const char *sample_prompt;
+    /* A worker's part in a swarm (foundry swarm worker); NULL: alone.
+     * Each step then exchanges gradients through tm_swarm_step. */
+    const tm_swarm_opts *swarm;
 } train_opts;
+
+/* Another command built on train's flags and pipeline (foundry swarm
+ * worker): its name and help, up to TRAIN_EXT_MAX flags of its own, and a
+ * check run after parsing that may refuse the combination (a CLI_* code,
+ * errors printed) and sets o->swarm. */
+#define TRAIN_EXT_MAX 24
+typedef struct train_ext {
+    const char *name, *usage, *summary;
+    cli_flag *flags;
+    int n_flags;
+    int (*ready)(void *ctx, const cli_cmd *cmd, train_opts *o);
+    void *ctx;
+} train_ext;
+int train_command(int argc, char **argv, const train_ext *ext);
 
 /* The corpus: files (directories walked recursively, entries sorted by name
  * so a run is deterministic), filtered by suffix, at most max_bytes in all

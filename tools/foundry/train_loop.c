@@ -31,8 +31,9 @@ static tm_tensor **optim_params(const tm_optim *opt, int *n)
 }
 
 /* One optimizer step over grad_accum micro-batches; *loss gets their mean. */
-static tm_status train_step(tm_gpt *m, tm_optim *opt, tm_token_loader *ld, tm_tensor **params,
-                            int n_params, const train_opts *o, double lr, double *loss)
+static tm_status train_step(tm_gpt *m, tm_optim *opt, tm_swarm *sw, tm_token_loader *ld,
+                            tm_tensor **params, int n_params, const train_opts *o, double lr,
+                            double *loss)
 {
     tm_status s = TM_OK;
     double sum = 0;
@@ -58,12 +59,33 @@ static tm_status train_step(tm_gpt *m, tm_optim *opt, tm_token_loader *ld, tm_te
         s = tm_clip_grad_norm_(params, n_params, o->clip, 2.0, NULL);
     if (s == TM_OK)
         s = tm_optim_set_lr(opt, -1, lr);
+    /* In a swarm the step exchanges the gradients (or, in DiLoCo mode, the
+     * parameter change every H steps) and then runs the optimizer. */
     if (s == TM_OK)
-        s = tm_optim_step(opt);
+        s = sw ? tm_swarm_step(sw) : tm_optim_step(opt);
     *loss = sum / (double)o->grad_accum;
     if (s == TM_OK && !isfinite(*loss))
         s = tm_set_error(TM_EINVAL, "the training loss is %g at this step: lower --lr", *loss);
     return s;
+}
+
+/* The optimizer step a swarm is at: its round, times H in DiLoCo mode. */
+static int64_t swarm_step(const train_opts *o, const tm_swarm *sw)
+{
+    int64_t h = o->swarm->mode == TM_SWARM_DILOCO ? o->swarm->local_steps : 1;
+    return tm_swarm_round(sw) * h;
+}
+
+/* Bytes on the wire against what dense F32 gradients every step would take. */
+static void swarm_report(const train_opts *o, const tm_swarm *sw, int64_t n_weights)
+{
+    uint64_t sent = 0, received = 0;
+    tm_swarm_bytes(sw, &sent, &received);
+    double dense = 4.0 * (double)n_weights * (double)o->steps;
+    printf("swarm: worker %d, %d workers in the last round, round %lld; sent %.2f MB (%.3f%% of dense "
+           "F32 gradients every step), received %.2f MB\n",
+           tm_swarm_rank(sw), tm_swarm_world(sw), (long long)tm_swarm_round(sw), (double)sent / 1e6,
+           100.0 * (double)sent / dense, (double)received / 1e6);
 }
 
 static tm_status checkpoint(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, const tm_optim *opt,
@@ -133,6 +155,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     tm_token_loader *ld = NULL;
     tm_optim *opt = NULL;
     tm_tensor **params = NULL;
+    tm_swarm *sw = NULL;
     tm_metrics *mt = NULL;
     tm_progress *pg = NULL;
     char *mpath = cli_path(o->out, "metrics.jsonl");
@@ -151,11 +174,24 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     sched.t_max = o->steps - o->warmup;
     sched.eta_min = o->min_lr;
     sched.start_factor = o->warmup ? 1.0 / (double)o->warmup : 1.0;
-    if (!mpath || !(ld = tm_token_loader_new(ds, TM_SPLIT_TRAIN, o->batch, T, (uint64_t)o->seed)) ||
-        tm_token_loader_seek(ld, st->loader_position) != TM_OK ||
-        !(opt = tm_optim_new(TM_OPTIM_ADAMW, &hp)) || tm_optim_add_params(opt, tm_gpt_params(m), NULL) < 0 ||
+    if (!mpath || !(opt = tm_optim_new(TM_OPTIM_ADAMW, &hp)) ||
+        tm_optim_add_params(opt, tm_gpt_params(m), NULL) < 0 ||
         (st->step > 0 && ckpt_load_optim(opt, o->out) != TM_OK) || !(params = optim_params(opt, &n_params)) ||
-        tm_lr_sched_check(&sched) != TM_OK || !(mt = tm_metrics_open(mpath, st->step > 0)))
+        tm_lr_sched_check(&sched) != TM_OK)
+        goto done;
+    uint64_t seed = (uint64_t)o->seed;
+    if (o->swarm) {
+        if (!(sw = tm_swarm_join(o->swarm, tm_gpt_params(m), opt)))
+            goto done;
+        /* every worker draws its own batches; the swarm's step sets the schedule */
+        seed += 0x9e3779b97f4a7c15ull * (uint64_t)tm_swarm_rank(sw);
+        st->step = swarm_step(o, sw);
+        printf("swarm: worker %d joined %s:%d at step %lld\n", tm_swarm_rank(sw), o->swarm->host,
+               o->swarm->port, (long long)st->step);
+    }
+    if (!(ld = tm_token_loader_new(ds, TM_SPLIT_TRAIN, o->batch, T, seed)) ||
+        tm_token_loader_seek(ld, st->loader_position) != TM_OK ||
+        !(mt = tm_metrics_open(mpath, st->step > 0)))
         goto done;
     int64_t n_weights = 0;
     for (int i = 0; i < n_params; i++)
@@ -181,9 +217,9 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     double val = NAN;
     for (; st->step < end; ) {
         double lr = tm_lr_sched_at(&sched, st->step), ts = now_s();
-        if (train_step(m, opt, ld, params, n_params, o, lr, &loss) != TM_OK)
+        if (train_step(m, opt, sw, ld, params, n_params, o, lr, &loss) != TM_OK)
             goto done;
-        st->step++;
+        st->step = sw && tm_swarm_resynced(sw) ? swarm_step(o, sw) : st->step + 1;
         double tps = (double)(o->batch * o->grad_accum * T) / (now_s() - ts);
         bool last = st->step == o->steps;
         bool do_eval = last || (o->eval_every && st->step % o->eval_every == 0);
@@ -208,6 +244,8 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     }
     tm_progress_finish(pg);
     double secs = now_s() - t0;
+    if (sw)
+        swarm_report(o, sw, n_weights);
     if (st->step < o->steps) {
         printf("stopped at step %lld of %lld (checkpoint in %s; continue with --resume)\n",
                (long long)st->step, (long long)o->steps, o->out);
@@ -235,13 +273,14 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
 done:
     if (rc != CLI_OK) {
         tm_progress_finish(pg);
-        cli_lib_error("train");
+        cli_lib_error(o->sub);
     }
     tm_progress_free(pg);
     if (tm_metrics_close(mt) != TM_OK && rc == CLI_OK)
-        rc = cli_lib_error("train");
+        rc = cli_lib_error(o->sub);
     free(params);
     free(mpath);
+    tm_swarm_leave(sw);
     tm_optim_free(opt);
     tm_token_loader_free(ld);
     return rc;
