@@ -288,3 +288,74 @@ def test_a_second_model_is_refused_with_an_authenticated_error(coordinator):
     with pytest.raises(EOFError):
         other.recv_skipping_heartbeats()
     assert stats().refused == 1 and stats().joins == 1
+
+
+def test_a_real_worker_joins_an_independent_coordinator():
+    """The other way round: the Python side plays the coordinator's part
+    of the handshake, and a real Foundry worker's JOIN carries exactly the
+    fingerprint and parameter hash the document defines (two chunks in the
+    first parameter, so chunk seeds and the 8-word loop both count)."""
+    rng = np.random.default_rng(7)
+    model = [("layer.weight", (350, 200)), ("layer.bias", (5,))]
+    values = [rng.standard_normal(s).astype(np.float32) for _, s in model]
+    params = lib.tm_params_new()
+    for (name, shape), v in zip(model, values):
+        t = lib.tm_from_buffer(ffi.from_buffer(v), shape, len(shape),
+                               lib.TM_F32)
+        assert lib.tm_params_add(params, name.encode(), t, False) == 0
+        lib.tm_free(t)
+    hp = ffi.new("tm_optim_hparams *", lib.tm_optim_defaults(lib.TM_OPTIM_SGD))
+    opt = lib.tm_optim_new(lib.TM_OPTIM_SGD, hp)
+    assert lib.tm_optim_add_params(opt, params, ffi.NULL) >= 0
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    key = ffi.new("uint8_t[]", KEY)
+    host, wname = ffi.new("char[]", b"127.0.0.1"), ffi.new("char[]", b"py-w")
+    o = ffi.new("tm_swarm_opts *", lib.tm_swarm_defaults())
+    o.key, o.key_len, o.host, o.name = key, len(KEY), host, wname
+    o.port, o.mode, o.reconnect_ms = listener.getsockname()[1], 1, 1
+    joined = {}
+    th = threading.Thread(target=lambda: joined.setdefault(
+        "sw", lib.tm_swarm_join(o, params, opt)))
+    th.start()
+    try:
+        s, _ = listener.accept()
+        s.settimeout(10)
+        c = Conn(s)
+        t, flags, hello = c.recv()
+        assert (t, flags, len(hello)) == ("HELLO", 0, 36 + 4)
+        assert hello[:4] == bytes([1, 4, 0, 0]) and hello[36:] == b"py-w"
+        chal = bytes([1, 0, 0, 0]) + bytes(range(50, 82))
+        c.send("CHALLENGE", chal)
+        t, flags, proof = c.recv()
+        assert (t, len(proof)) == ("PROOF", 32)
+        assert proof == hmac.new(KEY, b"SWRM-v1 client" + hello + chal,
+                                 hashlib.sha256).digest()
+        c.send("WELCOME", hmac.new(KEY, b"SWRM-v1 server" + hello + chal +
+                                   proof, hashlib.sha256).digest())
+        k = hkdf_sha256(hello[4:36] + chal[4:], KEY, b"SWRM-v1 session keys",
+                        128)
+        c.secure(mac_tx=k[32:64], mac_rx=k[0:32])
+        t, flags, join = c.recv()
+        assert (t, flags, len(join)) == ("JOIN", F_MAC, 120)
+        numel, fp, round_, h, mode, f16 = struct.unpack("<Q32sQQBB6x",
+                                                        join[:64])
+        assert numel == sum(v.size for v in values)
+        assert fp == fingerprint(model)
+        assert round_ == FRESH and mode == 1 and f16 == 0
+        assert h == params_hash(values)
+        assert struct.unpack("<dqddqdd", join[64:]) == (
+            0.01, 0, 0.0, 0.0, 50, 0.7, 0.9)
+        c.send("CONFIG", struct.pack("<IB3xQ", 7, 0, 3))
+        th.join(10)
+        sw = joined["sw"]
+        assert sw != ffi.NULL, ffi.string(lib.tm_last_error())
+        assert (lib.tm_swarm_rank(sw), lib.tm_swarm_round(sw)) == (7, 3)
+        lib.tm_swarm_leave(sw)
+        assert c.recv_skipping_heartbeats()[:2] == ("LEAVE", F_MAC)
+        s.close()
+    finally:
+        th.join(10)
+        listener.close()
+        lib.tm_optim_free(opt)
+        lib.tm_params_free(params)
