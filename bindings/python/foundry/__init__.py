@@ -42,6 +42,7 @@ from . import progress  # noqa: E402,F401
 from .safetensors import safe_open  # noqa: E402,F401
 from . import tokenizers  # noqa: E402,F401
 from . import gguf  # noqa: E402,F401
+from . import swarm  # noqa: E402,F401
 from . import _tokenizers_train  # noqa: E402,F401  (Tokenizer.train)
 
 # foundry.<name> for every exported function: the one registry.
