@@ -63,11 +63,16 @@ def swarm(args, work, mode, schedule):
     if not port:
         co.kill()
         sys.exit("the coordinator did not start: " + open(clog).read())
-    extra = ["--mode", mode]
-    if mode == "topk":
-        extra += ["--topk", str(args.topk)]
-    if mode == "diloco":
-        extra += ["--local-steps", str(args.local_steps)]
+    extra = {
+        # DGC on the gradients (AdamW then sees sparse gradients)
+        "topk": ["--mode", "topk", "--topk", str(args.topk)],
+        # TopK with error feedback on AdamW's update: DiLoCo with H = 1,
+        # an outer step that applies the average as it is
+        "topk-update": ["--mode", "diloco", "--diloco-topk", "--topk", str(args.topk),
+                        "--local-steps", "1", "--outer-lr", "1", "--outer-momentum", "0"],
+        "diloco": ["--mode", "diloco", "--local-steps", str(args.local_steps)],
+        "dense": ["--mode", "dense"],
+    }[mode]
     t0 = time.time()
     procs, logs = [], []
     for w in range(args.workers):
@@ -101,17 +106,19 @@ def swarm(args, work, mode, schedule):
 
 
 def main():
+    global FOUNDRY
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--topk", type=float, default=0.01)
     ap.add_argument("--local-steps", type=int, default=50)
-    ap.add_argument("--modes", default="topk,diloco")
+    ap.add_argument("--modes", default="topk-update,topk,diloco")
+    ap.add_argument("--reuse-single", action="store_true",
+                    help="take the single process's result from an earlier run in --work")
     ap.add_argument("--work", default=os.path.join(ROOT, "runs", "bench-swarm"))
     ap.add_argument("--foundry", default=FOUNDRY, help="the foundry program to run")
     args = ap.parse_args()
-    global FOUNDRY
     FOUNDRY = args.foundry
     os.makedirs(args.work, exist_ok=True)
     prep = os.path.join(args.work, "prep")
@@ -125,8 +132,12 @@ def main():
                 "--warmup", str(warm), "--lr", "3e-3", "--min-lr", "1e-4", "--eval-every", "0",
                 "--seed", "1337"]
     t0 = time.time()
-    single = run([FOUNDRY, "train", *schedule, "--batch", str(args.batch), "--quiet",
-                  "--out", os.path.join(args.work, "single")], os.path.join(args.work, "single.log"))
+    slog = os.path.join(args.work, "single.log")
+    if args.reuse_single and os.path.exists(slog) and "val loss" in open(slog).read():
+        single = open(slog).read()
+    else:
+        single = run([FOUNDRY, "train", *schedule, "--batch", str(args.batch), "--quiet",
+                      "--out", os.path.join(args.work, "single")], slog)
     out = {"steps": args.steps, "batch": args.batch, "workers": args.workers,
            "parameters": params(single), "single": {"val_loss": val_loss(single),
                                                     "seconds": time.time() - t0}}

@@ -118,11 +118,11 @@ void tm__co_contribution(tm_swarm_coordinator *co, peer *p, int type,
                 "round %llu is late", p->id, (unsigned long long)pre.round);
         return;
     }
-    if (!st && (sparse != (co->s.mode == TM_SWARM_TOPK) ||
+    if (!st && (sparse != tm__swarm_sparse(&co->s) ||
                 pre.kind != (sparse ? TM__SWARM_SPARSE : TM__SWARM_DENSE_KIND)))
         st = TM_ERR(TM_EFORMAT, "a %s update in a %s swarm",
                     tm__swrm_type_name(type),
-                    co->s.mode == TM_SWARM_TOPK ? "TopK" : "dense");
+                    tm__swarm_sparse(&co->s) ? "TopK" : "dense");
     const uint8_t *body = b + TM__SWARM_PREFIX;
     size_t len = st ? 0 : n - TM__SWARM_PREFIX;
     if (!st && sparse) {
@@ -220,7 +220,7 @@ static void close_round(tm_swarm_coordinator *co)
 {
     uint64_t hash = majority_hash(co);
     double med = co->n_norms >= 3 ? median_norm(co) : 0;
-    bool sparse = co->s.mode == TM_SWARM_TOPK;
+    bool sparse = tm__swarm_sparse(&co->s);
     int64_t n = (int64_t)co->numel;
     uint32_t count = 0;
     double fresh[32];

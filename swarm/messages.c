@@ -32,6 +32,7 @@ void tm__swarm_join_encode(const tm__swarm_join_msg *m,
     tm__put_u64(out + 48, m->hash);
     out[56] = m->s.mode;
     out[57] = m->s.values_f16;
+    out[58] = m->s.diloco_topk;
     put_f64(out + 64, m->s.topk_ratio);
     tm__put_u64(out + 72, (uint64_t)m->s.warmup_rounds);
     put_f64(out + 80, m->s.momentum_correction);
@@ -45,9 +46,11 @@ tm_status tm__swarm_settings_check(const tm__swarm_settings *s)
 {
     if (s->mode > TM_SWARM_DILOCO)
         return TM_ERR(TM_EFORMAT, "unknown mode %u", s->mode);
-    if (s->values_f16 > 1)
-        return TM_ERR(TM_EFORMAT, "values_f16 must be 0 or 1, not %u",
-                      s->values_f16);
+    if (s->values_f16 > 1 || s->diloco_topk > 1 ||
+        (s->diloco_topk && s->mode != TM_SWARM_DILOCO))
+        return TM_ERR(TM_EFORMAT, "values_f16 %u or diloco_topk %u is not "
+                      "0 or 1 (diloco_topk only in DiLoCo mode)",
+                      s->values_f16, s->diloco_topk);
     if (!(s->topk_ratio > 0 && s->topk_ratio <= 1))
         return TM_ERR(TM_EFORMAT, "topk ratio %g is not in (0, 1]",
                       s->topk_ratio);
@@ -73,7 +76,7 @@ tm_status tm__swarm_join_decode(const uint8_t *p, uint32_t n,
     if (n != TM__SWARM_JOIN_BYTES)
         return TM_ERR(TM_EFORMAT, "JOIN of %u bytes, expected %d", n,
                       TM__SWARM_JOIN_BYTES);
-    for (int i = 58; i < 64; i++)
+    for (int i = 59; i < 64; i++)
         if (p[i]) return TM_ERR(TM_EFORMAT, "JOIN reserved byte %d is set", i);
     m->numel = tm__get_u64(p);
     memcpy(m->fingerprint, p + 8, 32);
@@ -81,6 +84,7 @@ tm_status tm__swarm_join_decode(const uint8_t *p, uint32_t n,
     m->hash = tm__get_u64(p + 48);
     m->s.mode = p[56];
     m->s.values_f16 = p[57];
+    m->s.diloco_topk = p[58];
     m->s.topk_ratio = get_f64(p + 64);
     m->s.warmup_rounds = (int64_t)tm__get_u64(p + 72);
     m->s.momentum_correction = get_f64(p + 80);
@@ -110,15 +114,17 @@ tm_status tm__swarm_settings_match(const tm__swarm_settings *a,
                       mode_name(a->mode), mode_name(b->mode));
     if (a->topk_ratio != b->topk_ratio || a->warmup_rounds != b->warmup_rounds ||
         a->momentum_correction != b->momentum_correction ||
-        a->clip_norm != b->clip_norm || a->values_f16 != b->values_f16)
+        a->clip_norm != b->clip_norm || a->values_f16 != b->values_f16 ||
+        a->diloco_topk != b->diloco_topk)
         return TM_ERR(TM_EINVAL,
                       "the swarm compresses with ratio %g, warm-up %lld, "
-                      "momentum %g, clip %g, f16 %d; this worker asks %g, "
-                      "%lld, %g, %g, %d",
+                      "momentum %g, clip %g, f16 %d, DiLoCo TopK %d; this "
+                      "worker asks %g, %lld, %g, %g, %d, %d",
                       a->topk_ratio, (long long)a->warmup_rounds,
                       a->momentum_correction, a->clip_norm, a->values_f16,
-                      b->topk_ratio, (long long)b->warmup_rounds,
-                      b->momentum_correction, b->clip_norm, b->values_f16);
+                      a->diloco_topk, b->topk_ratio,
+                      (long long)b->warmup_rounds, b->momentum_correction,
+                      b->clip_norm, b->values_f16, b->diloco_topk);
     if (a->local_steps != b->local_steps || a->outer_lr != b->outer_lr ||
         a->outer_momentum != b->outer_momentum)
         return TM_ERR(TM_EINVAL,

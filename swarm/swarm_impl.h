@@ -57,12 +57,19 @@ static inline uint64_t tm__get_u64(const uint8_t *p)
  * worker's become the swarm's (JOIN carries them). */
 typedef struct tm__swarm_settings {
     uint8_t mode, values_f16;
+    uint8_t diloco_topk; /* DiLoCo: the parameter change goes TopK */
     double topk_ratio;
     int64_t warmup_rounds;
     double momentum_correction, clip_norm;
     int64_t local_steps;
     double outer_lr, outer_momentum;
 } tm__swarm_settings;
+
+/* Whether contributions and updates are sparse (TOPK frames). */
+static inline bool tm__swarm_sparse(const tm__swarm_settings *s)
+{
+    return s->mode == TM_SWARM_TOPK || (s->mode == TM_SWARM_DILOCO && s->diloco_topk);
+}
 
 #define TM__SWARM_FRESH UINT64_MAX /* JOIN round of a worker with no past */
 /* The largest model a swarm takes: every frame's payload length is a u32,

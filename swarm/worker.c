@@ -359,6 +359,7 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
     sw->o.name = sw->name;
     sw->opt = opt;
     sw->s = (tm__swarm_settings){(uint8_t)o->mode, (uint8_t)(o->values_f16 != 0),
+                                 (uint8_t)(o->diloco_topk && o->mode == TM_SWARM_DILOCO),
                                  o->topk_ratio, o->warmup_rounds,
                                  o->momentum_correction, o->clip_norm,
                                  o->local_steps, o->outer_lr, o->outer_momentum};
@@ -381,7 +382,7 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
         sw->avg = tm__alloc(nb * 4, __func__);
         if (!sw->flat || !sw->avg) st = TM_ENOMEM;
     }
-    if (!st && o->mode == TM_SWARM_TOPK) {
+    if (!st && tm__swarm_sparse(&sw->s)) {
         tm__dgc_opts d = {o->topk_ratio, o->warmup_rounds,
                           o->momentum_correction, o->clip_norm};
         sw->dgc = tm__dgc_new(sw->f.numel, &d);
@@ -442,7 +443,7 @@ static tm_status send_contribution(tm_swarm *sw, uint64_t hash)
         for (int64_t i = 0; i < n; i++) sw->flat[i] -= sw->avg[i];
     } else
         tm__swarm_grads_get(&sw->f, sw->flat);
-    if (sw->s.mode == TM_SWARM_TOPK) {
+    if (tm__swarm_sparse(&sw->s)) {
         int64_t k = 0;
         int dt = sw->s.values_f16 ? TM__SPARSE_F16 : TM__SPARSE_F32;
         st = tm__dgc_compress(sw->dgc, sw->flat, (int64_t)sw->round, &k,

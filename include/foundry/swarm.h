@@ -73,6 +73,13 @@ typedef struct tm_swarm_opts {
     double clip_norm;      /* DGC's local clip; 0: none */
     int values_f16;        /* send TopK values as F16 */
     int64_t local_steps;   /* DiLoCo H, default 50 */
+    bool diloco_topk;      /* DiLoCo: send the parameter change TopK-
+                              compressed (topk_ratio, error feedback)
+                              instead of dense.  With local_steps 1,
+                              outer_lr 1 and outer_momentum 0 this
+                              compresses the optimizer's update rather
+                              than the gradient: the mode for Adam, whose
+                              per-value scaling shrinks sparse gradients */
     double outer_lr;       /* DiLoCo outer Nesterov SGD, default 0.7 */
     double outer_momentum; /* default 0.9 */
     /* coordinator */

@@ -220,6 +220,9 @@ static int worker(int argc, char **argv)
         {.name = "--f16", .kind = CLI_BOOL, .dst = &w.f16, .help = "send TopK values as F16"},
         {.name = "--local-steps", .kind = CLI_INT, .dst = &w.o.local_steps, .lo = 1, .hi = 1e9, .meta = "H",
          .help = "DiLoCo: local optimizer steps between averages"},
+        {.name = "--diloco-topk", .kind = CLI_BOOL, .dst = &w.o.diloco_topk,
+         .help = "DiLoCo: send the parameter change TopK-compressed (--topk) instead of dense; with "
+                 "--local-steps 1 --outer-lr 1 --outer-momentum 0, TopK of AdamW's update"},
         {.name = "--outer-lr", .kind = CLI_DOUBLE, .dst = &w.o.outer_lr, .lo = 0, .hi = 100, .meta = "LR",
          .help = "DiLoCo: the outer Nesterov SGD's learning rate"},
         {.name = "--outer-momentum", .kind = CLI_DOUBLE, .dst = &w.o.outer_momentum, .lo = 0, .hi = 0.999,
