@@ -73,6 +73,8 @@ def swarm(args, work, mode, schedule):
         "diloco": ["--mode", "diloco", "--local-steps", str(args.local_steps)],
         "dense": ["--mode", "dense"],
     }[mode]
+    if "--topk" in extra:
+        extra += ["--warmup-rounds", str(args.warmup_rounds)] + (["--f16"] if args.f16 else [])
     t0 = time.time()
     procs, logs = [], []
     for w in range(args.workers):
@@ -113,6 +115,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--topk", type=float, default=0.01)
     ap.add_argument("--local-steps", type=int, default=50)
+    ap.add_argument("--warmup-rounds", type=int, default=0, help="TopK's sparsity warm-up")
+    ap.add_argument("--f16", action="store_true", help="TopK values as F16")
     ap.add_argument("--modes", default="topk-update,topk,diloco")
     ap.add_argument("--reuse-single", action="store_true",
                     help="take the single process's result from an earlier run in --work")

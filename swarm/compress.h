@@ -29,9 +29,9 @@ tm_status tm__topk_select(const float *x, int64_t n, int64_t k, int64_t *idx,
 
 typedef struct tm__dgc_opts {
     double ratio;          /* final k / n, in (0, 1] */
-    int64_t warmup_rounds; /* sparsity warm-up: k / n goes 25%, 6.25%,
-                              ... down to ratio over these rounds
-                              (exponentially, as DGC); 0: none */
+    int64_t warmup_rounds; /* sparsity warm-up: k / n falls exponentially
+                              from 1 to ratio over these rounds, as
+                              ratio^((r + 1) / warmup_rounds); 0: none */
     double momentum;       /* momentum correction factor (0: plain error
                               feedback, for optimizers with their own
                               momentum, such as Adam) */

@@ -1,7 +1,8 @@
 /* dgc.c — Deep Gradient Compression's accumulator (compress.h): local
  * clipping, momentum correction, error feedback and the sparsity
- * warm-up.  The kept fraction in round r < warmup_rounds is
- * max(ratio, 0.25^(r + 1)); from warmup_rounds on it is ratio. */
+ * warm-up.  The kept fraction falls exponentially from all to ratio over
+ * the warm-up: ratio^((r + 1) / warmup_rounds) in round r < warmup_rounds
+ * (DGC's 75%, 93.75%, ... sparsity, smoothed); from then on ratio. */
 #include "compress.h"
 
 #include "../tensor/runtime/runtime_impl.h"
@@ -54,10 +55,8 @@ void tm__dgc_free(tm__dgc *d)
 int64_t tm__dgc_k(const tm__dgc *d, int64_t round)
 {
     double r = d->o.ratio;
-    if (round < d->o.warmup_rounds) {
-        double w = pow(0.25, (double)(round + 1));
-        if (w > r) r = w;
-    }
+    if (round >= 0 && round < d->o.warmup_rounds)
+        r = pow(r, (double)(round + 1) / (double)d->o.warmup_rounds);
     int64_t k = (int64_t)ceil((double)d->n * r);
     if (k < 1) k = 1;
     return k > d->n ? d->n : k;

@@ -214,7 +214,7 @@ static int worker(int argc, char **argv)
         {.name = "--topk", .kind = CLI_DOUBLE, .dst = &w.o.topk_ratio, .lo = 1e-9, .hi = 1, .meta = "R",
          .help = "fraction of the gradient's values sent each step (topk mode)"},
         {.name = "--warmup-rounds", .kind = CLI_INT, .dst = &w.o.warmup_rounds, .lo = 0, .hi = 1e9,
-         .meta = "N", .help = "sparsity warm-up: send 25%, 6.25%, ... down to --topk over N rounds"},
+         .meta = "N", .help = "sparsity warm-up: the fraction sent falls exponentially from all to --topk over N rounds"},
         {.name = "--momentum-correction", .kind = CLI_DOUBLE, .dst = &w.o.momentum_correction, .lo = 0,
          .hi = 0.999, .meta = "M", .help = "DGC's momentum correction (0 with AdamW, which has its own)"},
         {.name = "--f16", .kind = CLI_BOOL, .dst = &w.f16, .help = "send TopK values as F16"},
