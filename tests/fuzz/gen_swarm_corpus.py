@@ -374,6 +374,9 @@ def gen_messages():
     w("ckpt_round_mismatch", 7, 0, checkpoint(snap=prefix(3, 0, 0, 2) + snapshot()))
     w("ckpt_empty_snapshot", 7, 0, checkpoint(snap=b""))
     w("ckpt_short", 7, 0, checkpoint()[:100])
+    # a record claiming more values than the snapshot holds (2^40: the
+    # coordinator sized 5 TiB of round buffers by it before the fix)
+    w("ckpt_numel_over_snapshot", 7, 0, checkpoint(numel=1 << 40))
 
 
 if __name__ == "__main__":
