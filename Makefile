@@ -19,6 +19,10 @@
 #   make fuzz-bpe-train   libFuzzer + ASan on the BPE trainer (round trips)
 #   make fuzz-trainer-state  libFuzzer + ASan on foundry's trainer.json reader
 #   make fuzz-gguf        libFuzzer + ASan on the GGUF reader
+#   make fuzz-swarm-frame  libFuzzer + ASan on the swarm's SWRM frame parser
+#   make fuzz-swarm-handshake  libFuzzer + ASan on the SWRM handshake
+#   make fuzz-swarm-messages  libFuzzer + ASan on the swarm's payload
+#                         decoders and checkpoint reader
 #   make fuzz-corpus      every fuzz target as a plain program over its
 #                         committed corpus, under ASan + UBSan
 #   make CC=clang         any of the above with clang; WERROR=1 fails on warnings
@@ -273,12 +277,14 @@ refdata:
 # main; otherwise it is built as a plain program over files and directories.
 .PHONY: fuzz-safetensors fuzz-idx fuzz-dataset fuzz-gpt-config \
         fuzz-tokenizer-json fuzz-bpe-train fuzz-trainer-state fuzz-gguf \
-        fuzz-quant-desc \
+        fuzz-quant-desc fuzz-swarm-frame fuzz-swarm-handshake \
+        fuzz-swarm-messages \
         fuzz-corpus \
         fuzz-corpus-run
 FUZZ_TARGETS := fuzz_safetensors fuzz_idx fuzz_dataset fuzz_bpe_train
 FUZZ_TARGETS += fuzz_gpt_config fuzz_tokenizer_json fuzz_trainer_state
 FUZZ_TARGETS += fuzz_gguf fuzz_quant_desc
+FUZZ_TARGETS += fuzz_swarm_frame fuzz_swarm_handshake fuzz_swarm_messages
 FUZZ_TIME ?= 60
 ifneq ($(findstring fuzzer-no-link,$(SAN)),)
   FUZZFLAGS := -fsanitize=fuzzer
@@ -363,6 +369,29 @@ fuzz-quant-desc:
 	$(FUZZ_B)/fuzz/fuzz_quant_desc -max_total_time=$(FUZZ_TIME) \
 	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
 	    $(FUZZ_B)/fuzz/corpus-quant_desc tests/fuzz/corpus/quant_desc
+
+fuzz-swarm-frame:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_swarm_frame
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-swarm_frame
+	$(FUZZ_B)/fuzz/fuzz_swarm_frame -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    -dict=tests/fuzz/swarm.dict \
+	    $(FUZZ_B)/fuzz/corpus-swarm_frame tests/fuzz/corpus/swarm_frame
+
+fuzz-swarm-handshake:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_swarm_handshake
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-swarm_handshake
+	$(FUZZ_B)/fuzz/fuzz_swarm_handshake -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    -dict=tests/fuzz/swarm.dict \
+	    $(FUZZ_B)/fuzz/corpus-swarm_handshake tests/fuzz/corpus/swarm_handshake
+
+fuzz-swarm-messages:
+	$(MAKE) CC=clang SAN=$(FUZZ_SAN) $(FUZZ_B)/fuzz/fuzz_swarm_messages
+	@mkdir -p $(FUZZ_B)/fuzz/corpus-swarm_messages
+	$(FUZZ_B)/fuzz/fuzz_swarm_messages -max_total_time=$(FUZZ_TIME) \
+	    -artifact_prefix=$(FUZZ_B)/fuzz/ -print_final_stats=1 \
+	    $(FUZZ_B)/fuzz/corpus-swarm_messages tests/fuzz/corpus/swarm_messages
 
 fuzz-corpus:
 	$(MAKE) SAN=address,undefined fuzz-corpus-run

@@ -88,6 +88,13 @@ tm_status tm__co_load(tm_swarm_coordinator *co)
         if (fstat(fileno(f), &sb) != 0 ||
             (uint64_t)sb.st_size != sizeof head + (uint64_t)n + 4)
             st = TM_ERR(TM_EFORMAT, "%s is truncated or too long", path);
+        /* The snapshot holds every parameter value as F32: a record that
+         * claims more values than it can hold is damaged, and must not
+         * size the round buffers allocated below. */
+        else if (n < TM__SWARM_PREFIX + 4 + 4 * j.numel)
+            st = TM_ERR(TM_EFORMAT, "%s: a snapshot of %u bytes cannot hold "
+                        "%llu parameter values", path, n,
+                        (unsigned long long)j.numel);
     }
     uint8_t *snap = st ? NULL : tm__alloc(n ? n : 1, __func__);
     if (!st && !snap) st = TM_ENOMEM;

@@ -165,6 +165,11 @@ tm_status tm__swrm_check_header(const tm__swrm_conn *c,
 
 /* ------------------------------------------------------------ handshake */
 
+/* While either side's handshake runs, every cap of c is held to at most
+ * 256 bytes (ERROR: 1 KiB), so data caps set beforehand do not let a peer
+ * that has proved nothing make the receiver allocate for a big frame; c's
+ * caps are as they were afterwards. */
+
 /* What one side knows: the pre-shared key (NULL with insecure), and the
  * protection it asks for (client) or requires at least (server). */
 typedef struct tm__swrm_auth {

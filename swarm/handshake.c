@@ -61,14 +61,27 @@ static tm_status check_auth(const tm__swrm_auth *a)
     return TM_OK;
 }
 
+/* While the handshake runs no frame may be bigger than a handshake frame
+ * (or an ERROR message): a coordinator that already has a model sets the
+ * data caps (up to 4 GiB for STATE) before the handshake, and a peer that
+ * has proved nothing must not make it allocate that much for a header. */
+#define HANDSHAKE_CAP 256u
+#define HANDSHAKE_ERROR_CAP 1024u
+
 /* Receives a frame of one type and exact length into buf. */
 static tm_status expect(tm__swrm_conn *c, int want, uint8_t *buf, size_t min,
                         size_t max, uint32_t *got, int64_t deadline, bool client)
 {
     int t;
     uint8_t *p;
-    uint32_t n;
+    uint32_t n, caps[TM__SWRM_TYPE_END];
+    memcpy(caps, c->cap, sizeof caps);
+    for (int i = TM__SWRM_HELLO; i < TM__SWRM_TYPE_END; i++) {
+        uint32_t lim = i == TM__SWRM_ERROR ? HANDSHAKE_ERROR_CAP : HANDSHAKE_CAP;
+        if (c->cap[i] > lim) c->cap[i] = lim;
+    }
     tm_status st = tm__swrm_recv(c, deadline, &t, &p, &n);
+    memcpy(c->cap, caps, sizeof caps);
     if (st) return st;
     if (t == TM__SWRM_ERROR && client) {
         char msg[200];

@@ -122,13 +122,17 @@ static tm_status parse_one(const uint8_t **pp, const uint8_t *end, parsed *o)
     p += 2;
     if ((size_t)(end - p) < 8 * (size_t)o->ndim)
         return TM_ERR(TM_EFORMAT, "snapshot truncated in %s", o->name);
-    uint64_t numel = 1;
+    /* span, the product of the non-zero dims, is bounded and not numel:
+     * an empty tensor's other dims must fit too (strides are made of
+     * them), or tm_from_buffer refuses the shape with another status */
+    uint64_t numel = 1, span = 1;
     for (int d = 0; d < o->ndim; d++, p += 8) {
         uint64_t s = tm__get_u64(p);
-        if (s > ((uint64_t)1 << 40) || (s && numel > ((uint64_t)1 << 40) / s))
+        if (s > ((uint64_t)1 << 40) || (s && span > ((uint64_t)1 << 40) / s))
             return TM_ERR(TM_EFORMAT, "snapshot entry %s is too large", o->name);
         o->shape[d] = (int64_t)s;
         numel *= s;
+        if (s) span *= s;
     }
     o->nbytes = (size_t)numel * tm_dtype_size(o->dt);
     if ((size_t)(end - p) < o->nbytes)

@@ -93,8 +93,8 @@ tm_status tm__sparse_decode(const uint8_t *p, size_t len, int64_t n_expected,
             if (q >= end) return TM_ERR(TM_EFORMAT, "indices truncated");
             uint8_t b = *q++;
             if (shift == 63 && (b & 0x7e))
-                return TM_ERR(TM_EFORMAT, "index delta %llu over 64 bits",
-                              (unsigned long long)i);
+                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over "
+                              "64 bits", (unsigned long long)i);
             d |= (uint64_t)(b & 0x7f) << shift;
             if (!(b & 0x80)) {
                 if (b == 0 && shift)
@@ -104,8 +104,8 @@ tm_status tm__sparse_decode(const uint8_t *p, size_t len, int64_t n_expected,
             }
             shift += 7;
             if (shift > 63)
-                return TM_ERR(TM_EFORMAT, "index delta %llu over 64 bits",
-                              (unsigned long long)i);
+                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over "
+                              "64 bits", (unsigned long long)i);
         }
         if (i && d == 0)
             return TM_ERR(TM_EFORMAT, "duplicate index %llu", (unsigned long long)prev);

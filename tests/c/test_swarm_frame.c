@@ -319,6 +319,27 @@ TEST(swrm_client_refuses_a_server_without_the_key)
     close(sv[1]);
 }
 
+/* A coordinator that already has a model sets the data caps before the
+ * handshake; a peer that has proved nothing must still not get a frame
+ * bigger than a handshake frame past the header check (nothing of the
+ * claimed size is allocated), and the caps are back afterwards. */
+TEST(swrm_handshake_refuses_a_data_sized_frame_before_allocating)
+{
+    uint8_t h[TM__SWRM_HEADER] = {'S', 'W', 'R', 'M', 1, 0, TM__SWRM_STATE, 0,
+                                  0x00, 0x00, 0x00, 0xf0};
+    tm__swrm_mem m = {.in = h, .in_n = sizeof h};
+    tm__swrm_conn c;
+    tm__swrm_conn_init(&c, tm__swrm_mem_io(&m), "early");
+    tm__swrm_set_cap(&c, TM__SWRM_STATE, UINT32_MAX);
+    tm__swrm_auth a = {KEY, 20, TM__SWRM_AUTH};
+    char name[TM__SWRM_NAME_MAX + 1];
+    CHECK_STATUS(tm__swrm_handshake_server(&c, &a, name, tm__now_ms() + 5000),
+                 TM_EFORMAT, "STATE payload of 4026531840 bytes is over the cap");
+    CHECK(c.cap[TM__SWRM_STATE] == UINT32_MAX);
+    CHECK(!c.secured);
+    tm__swrm_mem_free(&m);
+}
+
 TEST(swrm_a_silent_peer_hits_the_deadline)
 {
     int sv[2];

@@ -6,6 +6,7 @@
 
 #include "../../swarm/compress.h"
 #include "../../swarm/frame.h"
+#include "../../swarm/swarm_impl.h"
 #include "../../tensor/runtime/runtime_impl.h"
 
 #include <math.h>
@@ -251,4 +252,41 @@ TEST(swarm_hostile_peers_and_broken_updates_leave_the_others_unharmed)
     tm_swarm_coordinator_stop(co);
     pthread_join(ct, NULL);
     tm_swarm_coordinator_free(co);
+}
+
+/* A checkpoint whose record claims more parameter values than its
+ * snapshot can hold is refused before the coordinator sizes its round
+ * buffers by that claim (2^40 values: 5 TiB). */
+TEST(swarm_checkpoint_claiming_more_values_than_its_snapshot_is_refused)
+{
+    char dir[] = "/tmp/foundry_swck_XXXXXX", path[64];
+    REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
+    uint8_t b[8 + TM__SWARM_JOIN_BYTES + 4 + TM__SWARM_PREFIX + 4 + 4];
+    memcpy(b, "SWCK", 4);
+    tm__put_u32(b + 4, 1);
+    tm__swarm_join_msg j = {.numel = (uint64_t)1 << 40, .round = 4};
+    j.s = (tm__swarm_settings){.mode = TM_SWARM_TOPK, .topk_ratio = 0.01,
+                               .momentum_correction = 0.9, .local_steps = 50,
+                               .outer_lr = 0.7, .outer_momentum = 0.9};
+    tm__swarm_join_encode(&j, b + 8);
+    uint8_t *snap = b + 8 + TM__SWARM_JOIN_BYTES + 4;
+    tm__put_u32(snap - 4, TM__SWARM_PREFIX + 4);
+    tm__swarm_prefix pre = {.round = 4, .kind = TM__SWARM_STATE_KIND};
+    tm__swarm_prefix_encode(&pre, snap);
+    tm__put_u32(snap + TM__SWARM_PREFIX, 0); /* no entries */
+    tm__put_u32(b + sizeof b - 4, tm__crc32(0, b, sizeof b - 4));
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite(b, 1, sizeof b, f) == sizeof b && fclose(f) == 0);
+    tm_swarm_opts o = tm_swarm_defaults();
+    o.insecure = true;
+    o.checkpoint_dir = dir;
+    tm_swarm_coordinator *co = tm_swarm_coordinator_new(&o);
+    CHECK(co == NULL);
+    CHECK_INT(tm_last_status(), TM_EFORMAT);
+    CHECK(strstr(tm_last_error(), "a snapshot of 28 bytes cannot hold "
+                                  "1099511627776 parameter values") != NULL);
+    tm_swarm_coordinator_free(co);
+    unlink(path);
+    rmdir(dir);
 }
