@@ -46,11 +46,14 @@ endif
 
 CCNAME := $(notdir $(firstword $(CC)))
 comma := ,
-CONFIG := $(ARCH)-$(CCNAME)$(if $(SAN),-$(subst $(comma),-,$(SAN)))
+# make MPI=1: the swarm's MPI transport (swarm/mpi.c) over Open MPI, in
+# its own build directory (build/native-gcc-mpi/); mpicc names the flags.
+MPI ?=
+CONFIG := $(ARCH)-$(CCNAME)$(if $(SAN),-$(subst $(comma),-,$(SAN)))$(if $(MPI),-mpi)
 BUILD ?= build
 B := $(BUILD)/$(CONFIG)
 # The plain native build is the one users link: it goes to lib/.
-ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+ifeq ($(ARCH)-$(SAN)-$(BUILD)-$(MPI),native--build-)
   LIBDIR := lib
 else
   LIBDIR := $(B)/lib
@@ -69,6 +72,10 @@ endif
 # bitwise the same on every platform.
 ALLCFLAGS := $(BASEFLAGS) $(CFLAGS) -ffp-contract=off
 LDLIBS := -lpthread -lm
+ifneq ($(MPI),)
+  ALLCFLAGS += -DTM_HAVE_MPI $(shell mpicc -showme:compile)
+  LDLIBS += $(shell mpicc -showme:link)
+endif
 
 # Every library source: the front-end modules and the CPU backend.
 LIB_DIRS := tensor/runtime tensor/core tensor/ops tensor/autograd \
@@ -92,7 +99,7 @@ SHARED := $(LIBDIR)/libfoundry.so
 # static library; not part of it.  The plain native build puts it in bin/.
 TOOL_SRC := $(wildcard tools/foundry/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/obj/%.o)
-ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+ifeq ($(ARCH)-$(SAN)-$(BUILD)-$(MPI),native--build-)
   FOUNDRY_BIN := bin/foundry
 else
   FOUNDRY_BIN := $(B)/bin/foundry
@@ -167,7 +174,7 @@ SANENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 
 # The Python tests run against the plain native library (the package
 # links lib/libfoundry.a), so sanitizer and cross builds run the C tests only.
-ifeq ($(ARCH)-$(SAN)-$(BUILD),native--build)
+ifeq ($(ARCH)-$(SAN)-$(BUILD)-$(MPI),native--build-)
 test: test-c test-python
 else
 test: test-c

@@ -50,6 +50,11 @@ struct tm_swarm_coordinator {
     uint32_t next_id;
     /* the model, fixed by the first worker (or the checkpoint) */
     bool have_model;
+    /* Until the first round closes: whether the founder started fresh,
+     * and its parameters' hash (a fresh joiner with the same hash, same
+     * seed, needs no state), and whether min_workers has held yet. */
+    bool start_known, started;
+    uint64_t start_hash;
     uint64_t numel;
     uint8_t fingerprint[32];
     tm__swarm_settings s;

@@ -82,6 +82,13 @@ tm_status tm__co_join(tm_swarm_coordinator *co, peer *p,
     if (!synced_live && !co->snap) {
         /* the first (or the only) replica: its state is the swarm's */
         if (j->round != TM__SWARM_FRESH) co->round = j->round;
+        co->start_known = j->round == TM__SWARM_FRESH;
+        co->start_hash = j->hash;
+        p->state = P_SYNCED;
+        return send_config(p, co->round, false);
+    }
+    if (co->start_known && j->round == TM__SWARM_FRESH && j->hash == co->start_hash) {
+        /* initialized like the founder, and nothing has happened since */
         p->state = P_SYNCED;
         return send_config(p, co->round, false);
     }
@@ -322,6 +329,8 @@ static void close_round(tm_swarm_coordinator *co)
     co->round++;
     co->first_ms = -1;
     co->stats.rounds++;
+    co->start_known = false;
+    co->started = true;
 }
 
 void tm__co_tick(tm_swarm_coordinator *co)
@@ -345,6 +354,9 @@ void tm__co_tick(tm_swarm_coordinator *co)
         if (p->has && p->state == P_SYNCED && !atomic_load(&p->done)) sent++;
     synced = tm__co_live(co, P_SYNCED);
     if (sent == 0) return;
+    /* the first round waits for min_workers (unless one waits for the
+     * state, which comes with a closing round) */
+    if (!co->started && synced < co->o.min_workers && !waiting) return;
     if (sent >= synced ||
         tm__now_ms() - co->first_ms >= co->o.round_deadline_ms)
         close_round(co);

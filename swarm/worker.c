@@ -2,7 +2,7 @@
  * in DiLoCo mode, its parameter change) each round, applies the average,
  * answers snapshot requests, sends heartbeats, reconnects when the
  * coordinator goes away. */
-#include "swarm_impl.h"
+#include "worker_impl.h"
 
 #include "compress.h"
 #include "crypto.h"
@@ -14,43 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-struct tm_swarm {
-    tm_swarm_opts o;
-    char host[256], name[TM__SWRM_NAME_MAX + 1];
-    uint8_t *key;
-    tm__swarm_settings s;
-    tm_optim *opt;
-    tm__swarm_flat f;
-    /* connection; tx guards sending and swapping it */
-    pthread_mutex_t tx;
-    int fd;
-    tm__swrm_conn c;
-    atomic_bool connected;
-    atomic_bool joined; /* JOIN sent: heartbeats may flow */
-    atomic_llong last_tx_ms;
-    pthread_t hb;
-    bool hb_started;
-    atomic_bool stop;
-    /* round state */
-    uint32_t id;
-    int world;
-    uint64_t round;
-    bool resynced, state_req, has_past;
-    uint64_t sent, received;
-    /* buffers of numel values */
-    float *flat, *avg;
-    int64_t *idx;
-    float *val;
-    uint8_t *buf;
-    size_t buf_cap;
-    tm__dgc *dgc;
-    /* DiLoCo: the last synchronized parameters and the outer optimizer */
-    tm_params *global;
-    tm__swarm_flat gf;
-    tm_optim *outer;
-    int64_t local;
-};
 
 tm_swarm_opts tm_swarm_defaults(void)
 {
@@ -146,8 +109,7 @@ static tm_status wrecv(tm_swarm *sw, int *type, uint8_t **p, uint32_t *n)
     }
 }
 
-/* The hash other replicas must share: the synchronized parameters. */
-static uint64_t replica_hash(const tm_swarm *sw)
+uint64_t tm__sw_replica_hash(const tm_swarm *sw)
 {
     return tm__swarm_params_hash(sw->global ? &sw->gf : &sw->f);
 }
@@ -180,7 +142,7 @@ static tm_status send_state(tm_swarm *sw)
     tm_status st = tm__swarm_state_encode(&sw->f, sw->opt, sw->outer, &p, &n,
                                           TM__SWARM_PREFIX);
     if (st) return st;
-    tm__swarm_prefix pre = {sw->round, replica_hash(sw), 0, TM__SWARM_STATE_KIND};
+    tm__swarm_prefix pre = {sw->round, tm__sw_replica_hash(sw), 0, TM__SWARM_STATE_KIND};
     tm__swarm_prefix_encode(&pre, p);
     st = n > UINT32_MAX ? TM_ERR(TM_EOVERFLOW, "snapshot of %zu bytes", n)
                         : wsend(sw, TM__SWRM_STATE, p, (uint32_t)n);
@@ -220,7 +182,7 @@ static tm_status connect_once(tm_swarm *sw, int64_t deadline)
     j.numel = (uint64_t)sw->f.numel;
     memcpy(j.fingerprint, sw->f.fingerprint, 32);
     j.round = sw->has_past ? sw->round : TM__SWARM_FRESH;
-    j.hash = replica_hash(sw);
+    j.hash = tm__sw_replica_hash(sw);
     j.s = sw->s;
     uint8_t jb[TM__SWARM_JOIN_BYTES];
     tm__swarm_join_encode(&j, jb);
@@ -275,9 +237,16 @@ static tm_status connect_retry(tm_swarm *sw)
 void tm_swarm_leave(tm_swarm *sw)
 {
     if (!sw) return;
+    if (sw->mpi) tm__sw_mpi_leave(sw);
     atomic_store(&sw->stop, true);
     if (sw->hb_started) pthread_join(sw->hb, NULL);
     if (atomic_load(&sw->connected)) wsend(sw, TM__SWRM_LEAVE, NULL, 0);
+    tm__sw_free(sw);
+}
+
+void tm__sw_free(tm_swarm *sw)
+{
+    if (!sw) return;
     disconnect(sw);
     pthread_mutex_destroy(&sw->tx);
     tm__dgc_free(sw->dgc);
@@ -340,20 +309,14 @@ static tm_status diloco_init(tm_swarm *sw, const tm_params *params)
                                                                 : TM_OK;
 }
 
-tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
-                        tm_optim *opt)
+tm_swarm *tm__sw_new(const tm_swarm_opts *o, tm_params *params, tm_optim *opt)
 {
-    if (!o || !params || !opt) {
-        TM_ERR(TM_EINVAL, "opts, params and optimizer are needed");
-        return NULL;
-    }
-    if (check_opts(o)) return NULL;
     tm_swarm *sw = tm__calloc(sizeof *sw, __func__);
     if (!sw) return NULL;
     sw->o = *o;
     sw->fd = -1;
     pthread_mutex_init(&sw->tx, NULL);
-    snprintf(sw->host, sizeof sw->host, "%s", o->host);
+    snprintf(sw->host, sizeof sw->host, "%s", o->host ? o->host : "");
     snprintf(sw->name, sizeof sw->name, "%s", o->name ? o->name : "worker");
     sw->o.host = sw->host;
     sw->o.name = sw->name;
@@ -394,12 +357,36 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
         if (!sw->idx || !sw->val) st = TM_ENOMEM;
     }
     if (!st && o->mode == TM_SWARM_DILOCO) st = diloco_init(sw, params);
-    if (!st) {
-        if (pthread_create(&sw->hb, NULL, heartbeat_main, sw) == 0)
-            sw->hb_started = true;
-        else
-            st = TM_ERR(TM_ENOMEM, "cannot start the heartbeat thread");
+    if (st) {
+        tm__sw_free(sw);
+        return NULL;
     }
+    return sw;
+}
+
+tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
+                        tm_optim *opt)
+{
+    if (!o || !params || !opt) {
+        TM_ERR(TM_EINVAL, "opts, params and optimizer are needed");
+        return NULL;
+    }
+    if (o->mpi) {
+        tm_swarm *sw = tm__sw_mpi_join(o, params, opt);
+        if (!sw) tm__relabel_error("tm_swarm_join", tm_last_status());
+        return sw;
+    }
+    if (check_opts(o)) return NULL;
+    tm_swarm *sw = tm__sw_new(o, params, opt);
+    if (!sw) {
+        tm__relabel_error("tm_swarm_join", tm_last_status());
+        return NULL;
+    }
+    tm_status st = TM_OK;
+    if (pthread_create(&sw->hb, NULL, heartbeat_main, sw) == 0)
+        sw->hb_started = true;
+    else
+        st = TM_ERR(TM_ENOMEM, "cannot start the heartbeat thread");
     if (!st) st = connect_retry(sw);
     if (!st) {
         sw->has_past = true;
@@ -428,35 +415,40 @@ static tm_status ensure_buf(tm_swarm *sw, size_t n)
     return TM_OK;
 }
 
-/* Sends this round's contribution: the compressed gradient, the dense
- * gradient, or DiLoCo's parameter change (global - local). */
-static tm_status send_contribution(tm_swarm *sw, uint64_t hash)
+tm_status tm__sw_contribution(tm_swarm *sw, int64_t *k)
 {
     int64_t n = sw->f.numel;
-    tm__swarm_prefix pre = {sw->round, hash, 0, TM__SWARM_DENSE_KIND};
-    tm_status st;
-    size_t len;
-    tm__swrm_type type = TM__SWRM_DENSE;
     if (sw->s.mode == TM_SWARM_DILOCO) {
         tm__swarm_flat_get(&sw->f, sw->avg);
         tm__swarm_flat_get(&sw->gf, sw->flat);
         for (int64_t i = 0; i < n; i++) sw->flat[i] -= sw->avg[i];
     } else
         tm__swarm_grads_get(&sw->f, sw->flat);
-    if (tm__swarm_sparse(&sw->s)) {
-        int64_t k = 0;
+    *k = n;
+    if (!tm__swarm_sparse(&sw->s)) return TM_OK;
+    return tm__dgc_compress(sw->dgc, sw->flat, (int64_t)sw->round, k, sw->idx,
+                            sw->val);
+}
+
+/* Sends this round's contribution as TOPK or DENSE. */
+static tm_status send_contribution(tm_swarm *sw, uint64_t hash)
+{
+    int64_t n = sw->f.numel, k = 0;
+    tm__swarm_prefix pre = {sw->round, hash, 0, TM__SWARM_DENSE_KIND};
+    tm__swrm_type type = TM__SWRM_DENSE;
+    size_t len;
+    tm_status st = tm__sw_contribution(sw, &k);
+    if (!st && tm__swarm_sparse(&sw->s)) {
         int dt = sw->s.values_f16 ? TM__SPARSE_F16 : TM__SPARSE_F32;
-        st = tm__dgc_compress(sw->dgc, sw->flat, (int64_t)sw->round, &k,
-                              sw->idx, sw->val);
         size_t cap = TM__SWARM_PREFIX + tm__sparse_max_bytes(k, dt);
-        if (!st) st = ensure_buf(sw, cap);
+        st = ensure_buf(sw, cap);
         if (!st)
             st = tm__sparse_encode(n, k, sw->idx, sw->val, dt,
                                    sw->buf + TM__SWARM_PREFIX,
                                    cap - TM__SWARM_PREFIX, &len);
         pre.kind = TM__SWARM_SPARSE;
         type = TM__SWRM_TOPK;
-    } else {
+    } else if (!st) {
         len = 8 + 4 * (size_t)n;
         st = ensure_buf(sw, TM__SWARM_PREFIX + len);
         if (!st) {
@@ -469,8 +461,26 @@ static tm_status send_contribution(tm_swarm *sw, uint64_t hash)
     return wsend(sw, type, sw->buf, (uint32_t)(TM__SWARM_PREFIX + len));
 }
 
-/* Applies an UPDATE whose prefix matched: the average becomes the
- * gradients and the optimizer (DiLoCo: the outer one) steps. */
+tm_status tm__sw_apply(tm_swarm *sw, uint32_t contributors)
+{
+    sw->world = (int)contributors;
+    sw->round++;
+    if (contributors == 0) return TM_OK; /* nobody's update was usable */
+    tm_status st;
+    if (sw->s.mode == TM_SWARM_DILOCO) {
+        st = tm__swarm_grads_set(&sw->gf, sw->avg);
+        if (!st) st = tm_optim_step(sw->outer);
+        if (!st) {
+            tm__swarm_flat_get(&sw->gf, sw->flat);
+            tm__swarm_flat_set(&sw->f, sw->flat);
+        }
+        return st;
+    }
+    st = tm__swarm_grads_set(&sw->f, sw->avg);
+    return st ? st : tm_optim_step(sw->opt);
+}
+
+/* Decodes an UPDATE whose prefix matched into sw->avg and applies it. */
 static tm_status apply_update(tm_swarm *sw, const tm__swarm_prefix *pre,
                               const uint8_t *body, size_t len)
 {
@@ -493,20 +503,7 @@ static tm_status apply_update(tm_swarm *sw, const tm__swarm_prefix *pre,
         if (st) return st;
         memcpy(sw->avg, v, (size_t)n * 4);
     }
-    sw->world = (int)pre->contributors;
-    sw->round++;
-    if (pre->contributors == 0) return TM_OK; /* nobody's update was usable */
-    if (sw->s.mode == TM_SWARM_DILOCO) {
-        st = tm__swarm_grads_set(&sw->gf, sw->avg);
-        if (!st) st = tm_optim_step(sw->outer);
-        if (!st) {
-            tm__swarm_flat_get(&sw->gf, sw->flat);
-            tm__swarm_flat_set(&sw->f, sw->flat);
-        }
-        return st;
-    }
-    st = tm__swarm_grads_set(&sw->f, sw->avg);
-    return st ? st : tm_optim_step(sw->opt);
+    return tm__sw_apply(sw, pre->contributors);
 }
 
 /* After the connection failed mid-round: reconnect and rejoin; the round
@@ -533,12 +530,13 @@ tm_status tm_swarm_step(tm_swarm *sw)
         if (++sw->local < sw->s.local_steps) return TM_OK;
         sw->local = 0;
     }
+    if (sw->mpi) return tm__sw_mpi_step(sw);
     if (!atomic_load(&sw->connected)) {
         tm_status st = rejoin(sw, TM_EIO);
         if (st) return st;
         return TM_OK;
     }
-    uint64_t hash = replica_hash(sw);
+    uint64_t hash = tm__sw_replica_hash(sw);
     tm_status st = send_contribution(sw, hash);
     bool want_state = false;
     while (!st) {

@@ -91,7 +91,13 @@ typedef struct tm_swarm_opts {
     const char *checkpoint_dir; /* coordinator: save here, resume from */
     int64_t checkpoint_every;   /* rounds; default 50 */
     int64_t max_rounds;         /* coordinator stops after; 0: never */
+    int64_t min_workers;        /* coordinator: the first round waits until
+                                   this many workers have joined; 0: none */
     int64_t reconnect_ms;       /* worker: retry this long; default 30000 */
+    bool mpi;                   /* worker: the ranks of this MPI job are the
+                                   swarm (MPI_COMM_WORLD; MPI_Init here when
+                                   the caller has not), no coordinator;
+                                   only in builds with make MPI=1 */
 } tm_swarm_opts;
 
 /* The defaults above (everything else zero / NULL). */

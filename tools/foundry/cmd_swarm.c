@@ -98,6 +98,8 @@ static int coordinator(int argc, char **argv)
          .help = "save the swarm's state in DIR, and resume from it when it holds one"},
         {.name = "--checkpoint-every", .kind = CLI_INT, .dst = &o.checkpoint_every, .lo = 1, .hi = 1e12,
          .meta = "N", .help = "rounds between checkpoints"},
+        {.name = "--min-workers", .kind = CLI_INT, .dst = &o.min_workers, .lo = 0, .hi = 1e6, .meta = "N",
+         .help = "the first round waits until N workers have joined"},
         {.name = "--max-rounds", .kind = CLI_INT, .dst = &o.max_rounds, .lo = 0, .hi = 1e15, .meta = "N",
          .help = "stop after N rounds (0: at SIGINT/SIGTERM)"},
     };
@@ -155,25 +157,64 @@ typedef struct worker_ctx {
     tm_swarm_opts o;
     conn_flags c;
     const char *connect, *mode, *name;
-    bool f16;
-    char host[256];
+    bool f16, mpi;
+    char host[256], out[4096];
 } worker_ctx;
+
+/* This process's rank in its MPI job, from the launcher's environment
+ * (Open MPI, PMIx, MPICH); 0 outside one. */
+static int launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        int64_t r;
+        if (v && cli_parse_int(v, 0, 1 << 30, &r))
+            return (int)r;
+    }
+    return 0;
+}
+
+/* --mpi: no coordinator; "%r" in --out becomes the rank, so that ranks
+ * sharing a file system write their own run directories. */
+static int mpi_ready(worker_ctx *w, const char *sub, train_opts *t)
+{
+    if (w->connect || w->c.key_file || w->c.insecure || w->c.encrypt)
+        return cli_usage_error(sub, "--mpi excludes --connect, --key-file, --insecure and --encrypt "
+                               "(the MPI job's ranks are the swarm)");
+    const char *p = strstr(t->out, "%r");
+    if (p) {
+        int n = snprintf(w->out, sizeof w->out, "%.*s%d%s", (int)(p - t->out), t->out, launcher_rank(),
+                         p + 2);
+        if (n < 0 || (size_t)n >= sizeof w->out)
+            return cli_usage_error(sub, "--out: too long");
+        t->out = w->out;
+    }
+    w->o.mpi = true;
+    return CLI_OK;
+}
 
 static int worker_ready(void *ctx, const cli_cmd *cmd, train_opts *t)
 {
     worker_ctx *w = ctx;
     const char *sub = cmd->name;
-    if (!w->connect)
+    if (w->mpi) {
+        int rc = mpi_ready(w, sub, t);
+        if (rc != CLI_OK)
+            return rc;
+    } else if (!w->connect)
         return cli_usage_error(sub, "--connect HOST:PORT is required");
-    const char *colon = strrchr(w->connect, ':');
-    int64_t port;
-    if (!colon || colon == w->connect || (size_t)(colon - w->connect) >= sizeof w->host ||
-        !cli_parse_int(colon + 1, 1, 65535, &port))
-        return cli_usage_error(sub, "--connect: expected HOST:PORT, got \"%s\"", w->connect);
-    memcpy(w->host, w->connect, (size_t)(colon - w->connect));
-    w->host[colon - w->connect] = 0;
-    w->o.host = w->host;
-    w->o.port = (int)port;
+    if (!w->mpi) {
+        const char *colon = strrchr(w->connect, ':');
+        int64_t port;
+        if (!colon || colon == w->connect || (size_t)(colon - w->connect) >= sizeof w->host ||
+            !cli_parse_int(colon + 1, 1, 65535, &port))
+            return cli_usage_error(sub, "--connect: expected HOST:PORT, got \"%s\"", w->connect);
+        memcpy(w->host, w->connect, (size_t)(colon - w->connect));
+        w->host[colon - w->connect] = 0;
+        w->o.host = w->host;
+        w->o.port = (int)port;
+    }
     if (!strcmp(w->mode, "topk"))
         w->o.mode = TM_SWARM_TOPK;
     else if (!strcmp(w->mode, "dense"))
@@ -192,7 +233,7 @@ static int worker_ready(void *ctx, const cli_cmd *cmd, train_opts *t)
         return cli_usage_error(sub, "--stop-at: a worker leaves the swarm at --steps");
     w->o.values_f16 = w->f16;
     w->o.name = w->name;
-    int rc = conn_ready(sub, &w->c, &w->o);
+    int rc = w->mpi ? CLI_OK : conn_ready(sub, &w->c, &w->o);
     if (rc != CLI_OK)
         return rc;
     signal(SIGPIPE, SIG_IGN);
@@ -207,6 +248,9 @@ static int worker(int argc, char **argv)
         {.name = "--connect", .kind = CLI_STR, .dst = &w.connect, .meta = "HOST:PORT",
          .help = "the coordinator (required)"},
         CONN_FLAGS(&w.c),
+        {.name = "--mpi", .kind = CLI_BOOL, .dst = &w.mpi,
+         .help = "the ranks of this MPI job are the swarm, no coordinator (mpirun -np N foundry swarm "
+                 "worker --mpi ...; %r in --out is the rank; builds with make MPI=1)"},
         {.name = "--name", .kind = CLI_STR, .dst = &w.name, .meta = "NAME",
          .help = "this worker's name in the coordinator's log"},
         {.name = "--mode", .kind = CLI_STR, .dst = &w.mode, .meta = "M",
@@ -232,8 +276,8 @@ static int worker(int argc, char **argv)
     };
     train_ext ext = {
         .name = "swarm worker",
-        .usage = "swarm worker --connect HOST:PORT --key-file FILE [--mode topk|dense|diloco] [train flags] "
-                 "--out RUN_DIR",
+        .usage = "swarm worker (--connect HOST:PORT --key-file FILE | --mpi) [--mode topk|dense|diloco] "
+                 "[train flags] --out RUN_DIR",
         .summary = "Trains like foundry train (same flags), one replica of a swarm: each step's gradient goes\n"
                    "to the coordinator (TopK with error feedback, dense, or in DiLoCo mode the parameter change\n"
                    "every --local-steps) and the average comes back.  The first worker's model is the swarm's;\n"

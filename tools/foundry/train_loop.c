@@ -186,8 +186,12 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
         /* every worker draws its own batches; the swarm's step sets the schedule */
         seed += 0x9e3779b97f4a7c15ull * (uint64_t)tm_swarm_rank(sw);
         st->step = swarm_step(o, sw);
-        printf("swarm: worker %d joined %s:%d at step %lld\n", tm_swarm_rank(sw), o->swarm->host,
-               o->swarm->port, (long long)st->step);
+        if (o->swarm->mpi)
+            printf("swarm: worker %d of %d (MPI) at step %lld\n", tm_swarm_rank(sw), tm_swarm_world(sw),
+                   (long long)st->step);
+        else
+            printf("swarm: worker %d joined %s:%d at step %lld\n", tm_swarm_rank(sw), o->swarm->host,
+                   o->swarm->port, (long long)st->step);
     }
     if (!(ld = tm_token_loader_new(ds, TM_SPLIT_TRAIN, o->batch, T, seed)) ||
         tm_token_loader_seek(ld, st->loader_position) != TM_OK ||
