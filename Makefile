@@ -2,6 +2,7 @@
 #   make                  lib/libfoundry.a and lib/libfoundry.so
 #   make test             build and run every test (C harness, then pytest)
 #   make test-oracles     the pretrained models against llama.cpp, live
+#   make test-mpi         the swarm over MPI (make MPI=1) against its TCP path
 #   make python           the Python package, installed into .venv/
 #   make test SAN=address,undefined   C tests under ASan + UBSan + LSan
 #   make test SAN=thread              C tests under ThreadSanitizer
@@ -241,6 +242,16 @@ test-oracles: python test-deps $(FOUNDRY_BIN)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/oracles
 
 # Installs the cross toolchain and qemu-user when missing (Debian).
+# make test-mpi: the swarm's MPI transport (a make MPI=1 build, Open MPI
+# installed when missing) against its TCP path: mpirun -np 4 gives the
+# parameters four TCP workers give (tests/mpi/).
+MPI_BIN := $(BUILD)/$(ARCH)-$(CCNAME)-mpi/bin/foundry
+.PHONY: test-mpi
+test-mpi: python $(FOUNDRY_BIN)
+	@command -v mpicc >/dev/null && command -v mpirun >/dev/null || ./tools/install-deps.sh mpi
+	$(MAKE) MPI=1 $(MPI_BIN)
+	FOUNDRY_BIN=$(FOUNDRY_BIN) FOUNDRY_MPI_BIN=$(MPI_BIN) $(VENV)/bin/python -m pytest -q tests/mpi
+
 .deps-aarch64:
 	@command -v aarch64-linux-gnu-gcc >/dev/null && \
 	 command -v qemu-aarch64 >/dev/null || ./tools/install-deps.sh aarch64

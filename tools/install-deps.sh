@@ -3,6 +3,7 @@
 #   tools/install-deps.sh aarch64   cross compiler + qemu-user
 #   tools/install-deps.sh clang     clang
 #   tools/install-deps.sh cmake     cmake (llama-cpp-python builds with it)
+#   tools/install-deps.sh mpi       Open MPI (mpicc, mpirun) for make MPI=1
 #   tools/install-deps.sh fashion-mnist
 #                                   the Fashion-MNIST IDX files, in
 #                                   /usr/share/datasets/fashion-mnist/
@@ -13,8 +14,9 @@ case "$1" in
 aarch64) pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" ;;
 clang) pkgs="clang" ;;
 cmake) pkgs="cmake" ;;
+mpi) pkgs="openmpi-bin libopenmpi-dev" ;;
 fashion-mnist) pkgs="dataset-fashion-mnist" ;;
-*) echo "usage: $0 aarch64|clang|cmake|fashion-mnist" >&2; exit 2 ;;
+*) echo "usage: $0 aarch64|clang|cmake|mpi|fashion-mnist" >&2; exit 2 ;;
 esac
 echo "installing: $pkgs"
 $SUDO apt-get update -qq
