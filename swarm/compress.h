@@ -46,7 +46,7 @@ typedef struct tm__dgc tm__dgc;
 tm__dgc *tm__dgc_new(int64_t n, const tm__dgc_opts *o);
 void tm__dgc_free(tm__dgc *d);
 /* k for a round (round 0 is the first): ceil(n * ratio_at(round)), at
- * least 1 when n > 0. */
+ * least 1 when n > 0; round < 0 means all n (a flush of the residual). */
 int64_t tm__dgc_k(const tm__dgc *d, int64_t round);
 /* Folds grad[0..n) into the accumulator (clip; u = m*u + g; v += u, or
  * v += g without momentum), selects the top k of v for `round`, writes

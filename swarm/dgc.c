@@ -54,6 +54,7 @@ void tm__dgc_free(tm__dgc *d)
 
 int64_t tm__dgc_k(const tm__dgc *d, int64_t round)
 {
+    if (round < 0) return d->n; /* everything held back */
     double r = d->o.ratio;
     if (round >= 0 && round < d->o.warmup_rounds)
         r = pow(r, (double)(round + 1) / (double)d->o.warmup_rounds);

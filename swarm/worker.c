@@ -426,8 +426,15 @@ tm_status tm__sw_contribution(tm_swarm *sw, int64_t *k)
         tm__swarm_grads_get(&sw->f, sw->flat);
     *k = n;
     if (!tm__swarm_sparse(&sw->s)) return TM_OK;
-    return tm__dgc_compress(sw->dgc, sw->flat, (int64_t)sw->round, k, sw->idx,
-                            sw->val);
+    bool all = sw->send_all;
+    sw->send_all = false;
+    return tm__dgc_compress(sw->dgc, sw->flat, all ? -1 : (int64_t)sw->round, k,
+                            sw->idx, sw->val);
+}
+
+void tm_swarm_send_all_next(tm_swarm *sw)
+{
+    if (sw) sw->send_all = true;
 }
 
 /* Sends this round's contribution as TOPK or DENSE. */

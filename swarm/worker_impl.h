@@ -50,6 +50,7 @@ struct tm_swarm {
     tm_optim *outer;
     int64_t local;
     struct tm__swarm_mpi *mpi; /* the MPI transport (NULL over TCP) */
+    bool send_all; /* the next contribution holds the whole residual */
 };
 
 

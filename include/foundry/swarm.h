@@ -144,6 +144,11 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
  * lost (the coordinator restarted, or this worker was resynced): then the
  * parameters are the swarm's again and tm_swarm_resynced says so. */
 tm_status tm_swarm_step(tm_swarm *sw);
+/* Makes the next round send every value the error feedback has held back
+ * (TopK modes; no effect otherwise): call it before the last step, so the
+ * replicas end with all of every worker's progress applied.  That round
+ * costs about as much as a dense one. */
+void tm_swarm_send_all_next(tm_swarm *sw);
 /* True when the last tm_swarm_step replaced the state instead of
  * applying an update. */
 bool tm_swarm_resynced(const tm_swarm *sw);

@@ -221,6 +221,9 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     double val = NAN;
     for (; st->step < end; ) {
         double lr = tm_lr_sched_at(&sched, st->step), ts = now_s();
+        /* the last step flushes what TopK's error feedback still holds */
+        if (sw && swarm_step(o, sw) + (o->swarm->mode == TM_SWARM_DILOCO ? o->swarm->local_steps : 1) >= o->steps)
+            tm_swarm_send_all_next(sw);
         if (train_step(m, opt, sw, ld, params, n_params, o, lr, &loss) != TM_OK)
             goto done;
         st->step = sw && tm_swarm_resynced(sw) ? swarm_step(o, sw) : st->step + 1;
