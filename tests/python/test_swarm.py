@@ -38,10 +38,13 @@ def run_workers(co, shards, steps, **kw):
     """One thread per shard; returns each worker's final (weight, bias)."""
     out = [None] * len(shards)
     errors = []
+    # different inits, the founder's wins; made here, since the threads
+    # would race on the global seed
+    models = [model(100 + i) for i in range(len(shards))]
 
     def work(i):
         try:
-            m = model(100 + i)  # different inits: the founder's wins
+            m = models[i]
             opt = swarm.DistributedOptimizer(
                 foundry.optim.SGD(m.parameters(), lr=0.1),
                 f"127.0.0.1:{co.port}", key=KEY, name=f"w{i}", **kw)
@@ -72,12 +75,14 @@ def test_dense_swarm_equals_one_process_on_the_joined_batch():
     w0, b0 = out[0][:2]
     for w, b, _, _ in out[1:]:
         assert np.array_equal(w, w0) and np.array_equal(b, b0)
-    # Replay in one process from the founder's (rank 1's) start: a round
+    # Replay in one process from the founder's start (the founder is the
+    # worker whose JOIN came first: it took part from round 0, the other
+    # from the round its state arrived; ids follow connections): a round
     # with both workers is one step on the joined batch (the mean of the
     # two shard means is the joined mean), a round before the second
     # joined is the founder's shard alone.  Equal to F32 rounding (the
     # summation order differs), over 30 steps of lr 0.1.
-    f = next(i for i, o in enumerate(out) if o[2] == 1)
+    f = max(range(len(out)), key=lambda i: len(out[i][3]))
     worlds = out[f][3]
     assert len(worlds) == 30 and worlds[-1] == 2
     x = np.concatenate([shards[0][0], shards[1][0]])

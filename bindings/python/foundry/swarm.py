@@ -100,14 +100,15 @@ class DistributedOptimizer:
     local_steps steps alone and then averages the parameter change.
 
     connect: "HOST:PORT" of the coordinator.  key / key_file: the
-    pre-shared key (>= 16 bytes).  topk: the fraction of each gradient sent
+    pre-shared key (>= 16 bytes).  mpi=True instead: the ranks of this MPI
+    job are the swarm (builds with make MPI=1), no connect or key.  topk: the fraction of each gradient sent
     per step.  The other arguments are tm_swarm_opts' fields.  Everything
     else (param_groups, zero_grad, state_dict, ...) is the wrapped
     optimizer's.  Do not move the parameters (Module.to) after wrapping.
     """
 
-    def __init__(self, optimizer, connect, key=None, key_file=None, *,
-                 encrypt=False, insecure=False, mode="topk", topk=0.01,
+    def __init__(self, optimizer, connect=None, key=None, key_file=None, *,
+                 mpi=False, encrypt=False, insecure=False, mode="topk", topk=0.01,
                  warmup_rounds=0, momentum_correction=0.0, clip_norm=0.0,
                  values_f16=False, local_steps=50, diloco_topk=False,
                  outer_lr=0.7,
@@ -116,15 +117,21 @@ class DistributedOptimizer:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {sorted(_MODES)}, "
                              f"not {mode!r}")
-        host, sep, port = str(connect).rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"connect must be 'HOST:PORT', not {connect!r}")
+        if mpi:
+            if connect is not None or key is not None or key_file is not None:
+                raise ValueError("mpi=True excludes connect, key and key_file")
+            host, port, insecure = None, "0", False
+        else:
+            host, sep, port = str(connect).rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"connect must be 'HOST:PORT', not {connect!r}")
         self.optimizer = optimizer
         optimizer._sync()
         self._c_opt = optimizer._opt
         keep = []
-        o = _opts(_key_bytes(key, key_file, insecure), insecure, encrypt,
-                  keep, host=host, port=int(port), mode=_MODES[mode],
+        o = _opts(None if mpi else _key_bytes(key, key_file, insecure),
+                  insecure, encrypt, keep, host=host, port=int(port),
+                  mpi=bool(mpi), mode=_MODES[mode],
                   topk_ratio=float(topk), warmup_rounds=int(warmup_rounds),
                   momentum_correction=float(momentum_correction),
                   clip_norm=float(clip_norm), values_f16=int(values_f16),
@@ -162,6 +169,11 @@ class DistributedOptimizer:
                                "the optimizer; wrap it after moving them")
         _c.check(lib.tm_swarm_step(self._sw))
         return loss
+
+    def send_all_next(self):
+        """The next step sends everything TopK's error feedback holds back
+        (about a dense round): call it before the last step."""
+        lib.tm_swarm_send_all_next(self._sw)
 
     @property
     def rank(self):
