@@ -12,11 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every NaN gets one key, just above infinity's: NaNs tie among
+ * themselves (to the lower index) whatever their sign and payload. */
+#define NAN_KEY 0x7f800001u
+
 static inline uint32_t key_of(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
-    return u & 0x7fffffffu;
+    u &= 0x7fffffffu;
+    return u < NAN_KEY ? u : NAN_KEY;
 }
 
 /* The k-th largest key of keys[0..n) (1 <= k <= n): two 16-bit histogram
