@@ -266,13 +266,14 @@ TEST(topk_nans_tie_whatever_their_payload)
     free(y);
 }
 
-/* The threshold comes from a strided sample: put everything large on the
- * sample's positions (the threshold comes out too high: too few
- * candidates) or everything large off them (too low: too many), so the
- * exact select over all of x has to run. */
+/* The threshold comes from a strided sample: put everything large on
+ * positions that are multiples of 64 (which any power-of-two stride of
+ * 64 or more samples exclusively: the threshold comes out too high, too
+ * few candidates) or everything large off them (too low: too many), so
+ * the exact select over all of x has to run. */
 TEST(topk_exact_when_the_sample_misjudges)
 {
-    int64_t n = 1 << 20, stride = n / 4096, ks[20];
+    int64_t n = 1 << 20, stride = 64, ks[20];
     float *x = malloc((size_t)n * 4);
     uint64_t s = 7;
     for (int64_t i = 0; i < n; i++)
