@@ -1031,3 +1031,19 @@ TEST(dgc_refuses_bad_options)
     CHECK(tm__dgc_new(0, &o) == NULL);
     CHECK(tm__dgc_new(10, NULL) == NULL);
 }
+
+static tm_status topk_big_select(void)
+{
+    static float x[20000];
+    static int64_t idx[200];
+    static float val[200];
+    for (int i = 0; i < 20000; i++) x[i] = (float)((i * 7919) % 20011);
+    return tm__topk_select(x, 20000, 200, idx, val);
+}
+
+/* Every allocation of the sampled path (histogram, sample, candidate
+ * positions and values) can fail: TM_ENOMEM, nothing leaked. */
+TEST(topk_survives_every_allocation_failure)
+{
+    CHECK_EVERY_ALLOC_FAILURE(topk_big_select, 4);
+}
