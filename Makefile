@@ -9,6 +9,7 @@
 #   make test ARCH=aarch64            cross-compile, run under qemu-user
 #   make demo             train a small GPT on Python's own source, sample it
 #   make bench            time ops against numpy and PyTorch (needs numpy)
+#   make bench-swarm      swarm TopK against PyTorch, rounds over loopback
 #   make refdata          regenerate tests/data from tests/gen (needs numpy)
 #   make difftest         random differential testing against numpy
 #   make fuzz-safetensors libFuzzer + ASan on the safetensors reader
@@ -106,7 +107,7 @@ else
   FOUNDRY_BIN := $(B)/bin/foundry
 endif
 
-.PHONY: all test test-c test-python test-deps test-oracles python demo examples bench refdata difftest clean .deps-aarch64
+.PHONY: all test test-c test-python test-deps test-oracles python demo examples bench bench-swarm refdata difftest clean .deps-aarch64
 all: $(STATIC) $(SHARED) $(FOUNDRY_BIN)
 
 # SIMD kernel files are compiled for their instruction set; the library
@@ -263,7 +264,7 @@ $(B)/bench/%: bench/%.c $(STATIC)
 
 bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
        $(B)/bench/bench_attn_fwd $(B)/bench/bench_attn_fwd_tile \
-       $(B)/bench/bench_attn_bwd $(B)/bench/bench_quant
+       $(B)/bench/bench_attn_bwd $(B)/bench/bench_quant $(B)/bench/bench_swarm
 	$(PYTHON) bench/run_core.py $(B)/bench/bench_core
 	$(PYTHON) bench/run_kernels.py $(B)/bench/bench_kernels
 	$(B)/bench/bench_fused
@@ -280,6 +281,22 @@ bench: $(B)/bench/bench_core $(B)/bench/bench_kernels $(B)/bench/bench_fused \
 	$(VENV)/bin/python -c 'import tokenizers' 2>/dev/null && \
 	    $(VENV)/bin/python bench/bench_tokenizer.py || \
 	    echo "bench_tokenizer: skipped (pip install tokenizers tiktoken into .venv)"
+
+# The swarm (bench/README.md): TopK selection against torch.topk (PyTorch in
+# .venv: make test-deps), then rounds of 4 workers over loopback, TopK 1%
+# and dense, authenticated and encrypted, at 1M and 25M floats.  JSON lines
+# in bench/results/swarm_rounds.jsonl.
+SWARM_ROUNDS := 1000000:12 25000000:4
+bench-swarm: $(B)/bench/bench_swarm
+	$(VENV)/bin/python bench/bench_swarm_topk.py --bin $(B)/bench/bench_swarm
+	@mkdir -p bench/results
+	@rm -f bench/results/swarm_rounds.jsonl
+	for nr in $(SWARM_ROUNDS); do for m in topk dense; do \
+	  for s in mac encrypt; do \
+	    $(B)/bench/bench_swarm round $${nr%%:*} $$m $$s $${nr##*:} \
+	      >> bench/results/swarm_rounds.jsonl || exit 1; \
+	    tail -n 1 bench/results/swarm_rounds.jsonl; \
+	  done; done; done
 
 # Random differential testing against numpy (tests/fuzz/diff_ops.py),
 # through the Python package's bindings (declared from the headers).

@@ -93,8 +93,8 @@ tm_status tm__sparse_decode(const uint8_t *p, size_t len, int64_t n_expected,
             if (q >= end) return TM_ERR(TM_EFORMAT, "indices truncated");
             uint8_t b = *q++;
             if (shift == 63 && (b & 0x7e))
-                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over "
-                              "64 bits", (unsigned long long)i);
+                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over 64 bits",
+                              (unsigned long long)i);
             d |= (uint64_t)(b & 0x7f) << shift;
             if (!(b & 0x80)) {
                 if (b == 0 && shift)
@@ -104,15 +104,23 @@ tm_status tm__sparse_decode(const uint8_t *p, size_t len, int64_t n_expected,
             }
             shift += 7;
             if (shift > 63)
-                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over "
-                              "64 bits", (unsigned long long)i);
+                return TM_ERR(TM_EFORMAT, "index delta of entry %llu is over 64 bits",
+                              (unsigned long long)i);
         }
         if (i && d == 0)
             return TM_ERR(TM_EFORMAT, "duplicate index %llu", (unsigned long long)prev);
-        if (d >= n || (i && prev + d >= n) || (i && prev + d < prev))
-            return TM_ERR(TM_EFORMAT, "index out of range for %llu values at "
-                          "entry %llu", (unsigned long long)n, (unsigned long long)i);
-        prev = i ? prev + d : d;
+        /* prev < n, so n - prev cannot wrap, nor prev + d when d < n */
+        uint64_t base = i ? prev : 0;
+        if (d >= n - base) {
+            if (d >= n && i)
+                return TM_ERR(TM_EFORMAT, "index delta %llu out of range for "
+                              "%llu values (entry %llu)", (unsigned long long)d,
+                              (unsigned long long)n, (unsigned long long)i);
+            return TM_ERR(TM_EFORMAT, "index %llu out of range for %llu values "
+                          "(entry %llu)", (unsigned long long)(base + d),
+                          (unsigned long long)n, (unsigned long long)i);
+        }
+        prev = base + d;
         idx[i] = (int64_t)prev;
     }
     if ((size_t)(end - q) != vs * k)
