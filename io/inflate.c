@@ -384,7 +384,9 @@ tm_status tm__inflate_raw(const void *in, size_t n, size_t max_out,
     return finish(&s, out, out_n);
 }
 
-static uint32_t crc_table[256];
+/* Slicing-by-8: crc_table[k][i] is the CRC of byte i followed by k zero
+ * bytes, so eight bytes fold in with eight independent lookups. */
+static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void build_crc(void)
@@ -393,17 +395,28 @@ static void build_crc(void)
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
             c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (int i = 0; i < 256; i++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xff];
 }
 
 uint32_t tm__crc32(uint32_t crc, const void *p, size_t n)
 {
     pthread_once(&crc_once, build_crc);
-    const uint32_t *table = crc_table;
+    uint32_t(*t)[256] = crc_table;
     const uint8_t *b = p;
     crc = ~crc;
-    for (size_t i = 0; i < n; i++) crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
+    for (; n >= 8; n -= 8, b += 8) {
+        uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                             (uint32_t)b[3] << 24);
+        uint32_t hi = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+                      (uint32_t)b[7] << 24;
+        crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+              t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    }
+    for (; n; n--) crc = t[0][(crc ^ *b++) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 

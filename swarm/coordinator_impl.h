@@ -31,6 +31,8 @@ typedef struct peer {
     char name[TM__SWRM_NAME_MAX + 1];
     /* this round's contribution, decoded (owned) */
     bool has;
+    bool refused; /* its update this round failed validation: it has sent,
+                     and nothing of it counts */
     uint64_t hash;
     uint8_t kind;
     int64_t k;      /* entries (dense: numel) */

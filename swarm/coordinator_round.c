@@ -155,6 +155,12 @@ void tm__co_contribution(tm_swarm_coordinator *co, peer *p, int type,
         tm_logf(TM_LOG_WARN, "swarm coordinator: update of worker %u (%s) "
                 "dropped from round %llu: %s", p->id, p->name,
                 (unsigned long long)co->round, tm_last_error());
+        /* it has sent: the round need not wait for it */
+        if (!tm__swarm_prefix_decode(b, n, &pre) && pre.round == co->round) {
+            p->has = true;
+            p->refused = true;
+            if (co->first_ms < 0) co->first_ms = tm__now_ms();
+        }
         return;
     }
     p->has = true;
@@ -200,7 +206,7 @@ static double median_norm(const tm_swarm_coordinator *co)
 
 static bool counts(const peer *p)
 {
-    return p->has && p->state == P_SYNCED && !atomic_load(&p->done);
+    return p->has && !p->refused && p->state == P_SYNCED && !atomic_load(&p->done);
 }
 
 /* The hash most contributors share (ties: the lowest worker id's; the
@@ -325,7 +331,7 @@ static void close_round(tm_swarm_coordinator *co)
         tm__co_send(p, TM__SWRM_UPDATE, buf, (uint32_t)(TM__SWARM_PREFIX + len));
     }
     tm__dealloc(buf);
-    for (peer *p = co->peers; p; p = p->next) p->has = false;
+    for (peer *p = co->peers; p; p = p->next) p->has = p->refused = false;
     co->round++;
     co->first_ms = -1;
     co->stats.rounds++;

@@ -358,3 +358,20 @@ TEST(swrm_a_silent_peer_hits_the_deadline)
     close(sv[0]);
     close(sv[1]);
 }
+
+/* CRC32 (slicing by 8) against zlib: the standard check value, a longer
+ * buffer (Python: hex(zlib.crc32(bytes((i*7+3)&255 for i in range(1000))))),
+ * and every split of it folding in as one piece (the 8-byte and the
+ * byte-at-a-time paths meet at every offset). */
+TEST(crc32_matches_zlib_at_every_length_and_split)
+{
+    CHECK(tm__crc32(0, "123456789", 9) == 0xCBF43926u);
+    uint8_t b[1000];
+    for (int i = 0; i < 1000; i++) b[i] = (uint8_t)(i * 7 + 3);
+    uint32_t whole = tm__crc32(0, b, sizeof b);
+    CHECK(whole == 0x17bc2a46u);
+    int bad = 0;
+    for (size_t s = 0; s <= sizeof b; s++)
+        bad += tm__crc32(tm__crc32(0, b, s), b + s, sizeof b - s) != whole;
+    CHECK_INT(bad, 0);
+}

@@ -102,7 +102,7 @@ static tm_swarm_coordinator *start(pthread_t *th, bool encrypt)
     o.key_len = 32;
     o.encrypt = encrypt;
     o.round_deadline_ms = 20000; /* rounds close when all have sent; this is for a loaded machine */
-    o.peer_timeout_ms = 3000;
+    o.peer_timeout_ms = 10000; /* a worker descheduled for seconds on a loaded machine is not dead */
     o.heartbeat_ms = 200;
     tm_swarm_coordinator *co = tm_swarm_coordinator_new(&o);
     if (co) pthread_create(th, NULL, coordinator_main, co);
