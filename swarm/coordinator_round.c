@@ -329,6 +329,12 @@ static void close_round(tm_swarm_coordinator *co)
             want = false;
         }
         tm__co_send(p, TM__SWRM_UPDATE, buf, (uint32_t)(TM__SWARM_PREFIX + len));
+        /* a large update takes a while to send, one worker after another:
+         * a heartbeat tells those still waiting that the coordinator lives */
+        if (len > ((size_t)1 << 20))
+            for (peer *q = p->next; q; q = q->next)
+                if (q->state == P_SYNCED && !atomic_load(&q->done))
+                    tm__co_send(q, TM__SWRM_HEARTBEAT, NULL, 0);
     }
     tm__dealloc(buf);
     for (peer *p = co->peers; p; p = p->next) p->has = p->refused = false;
