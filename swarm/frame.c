@@ -2,32 +2,13 @@
  * checked before anything is allocated, CRC, sequence numbers, and the
  * HMAC or AEAD tag of an authenticated session (frame.h). */
 #include "frame.h"
+#include "le.h"
 
 #include "crypto.h"
 #include "../tensor/runtime/runtime_impl.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 void tm__swrm_conn_init(tm__swrm_conn *c, tm__swrm_io io, const char *peer)
 {
@@ -91,7 +72,7 @@ tm_status tm__swrm_check_header(const tm__swrm_conn *c,
                                       : "%s: a %s frame claims protection "
                                         "the connection has not agreed",
                       c->peer, tm__swrm_type_name(t));
-    uint32_t len = get32(h + 8);
+    uint32_t len = tm__get_u32(h + 8);
     if (len > c->cap[t])
         return TM_ERR(TM_EFORMAT, "%s: %s payload of %u bytes is over the cap "
                       "of %u", c->peer, tm__swrm_type_name(t), len, c->cap[t]);
@@ -104,7 +85,7 @@ tm_status tm__swrm_check_header(const tm__swrm_conn *c,
 static void aead_nonce(uint8_t nonce[12], uint64_t seq)
 {
     memset(nonce, 0, 4);
-    put64(nonce + 4, seq);
+    tm__put_u64(nonce + 4, seq);
 }
 
 tm_status tm__swrm_send(tm__swrm_conn *c, tm__swrm_type type,
@@ -120,11 +101,11 @@ tm_status tm__swrm_send(tm__swrm_conn *c, tm__swrm_type type,
     b[5] = TM__SWRM_VERSION >> 8;
     b[6] = (uint8_t)type;
     b[7] = (uint8_t)f;
-    put32(b + 8, n);
+    tm__put_u32(b + 8, n);
     uint8_t *body = b + TM__SWRM_HEADER, *pl = body + (f ? 8 : 0);
     if (n) memcpy(pl, payload, n);
     if (f) {
-        put64(body, c->seq_tx);
+        tm__put_u64(body, c->seq_tx);
         uint8_t aad[20];
         memcpy(aad, b, 12);
         memcpy(aad + 12, body, 8);
@@ -141,7 +122,7 @@ tm_status tm__swrm_send(tm__swrm_conn *c, tm__swrm_type type,
         }
     }
     uint32_t crc = tm__crc32(tm__crc32(0, b, 12), body, extra + n);
-    put32(b + 12, crc);
+    tm__put_u32(b + 12, crc);
     tm_status st = c->io.write(c->io.ctx, b, total,
                                c->timeout_ms > 0 ? tm__now_ms() + c->timeout_ms : -1);
     if (!st && f) c->seq_tx++;
@@ -167,12 +148,12 @@ tm_status tm__swrm_recv(tm__swrm_conn *c, int64_t deadline_ms, int *type,
     uint8_t *body = tm__alloc(extra + len, __func__);
     if (!body) return TM_ENOMEM;
     st = c->io.read(c->io.ctx, body, extra + len, body_dl);
-    if (!st && tm__crc32(tm__crc32(0, h, 12), body, extra + len) != get32(h + 12))
+    if (!st && tm__crc32(tm__crc32(0, h, 12), body, extra + len) != tm__get_u32(h + 12))
         st = TM_ERR(TM_EFORMAT, "%s: CRC mismatch in a %s frame", c->peer,
                     tm__swrm_type_name(t));
     uint8_t *pl = body + (f ? 8 : 0);
     if (!st && f) {
-        uint64_t seq = get64(body);
+        uint64_t seq = tm__get_u64(body);
         uint8_t aad[20];
         memcpy(aad, h, 12);
         memcpy(aad + 12, body, 8);

@@ -2,6 +2,7 @@
  * LEB128 indices and F32 or F16 values, decoded with every check a
  * hostile sender calls for (compress.h). */
 #include "compress.h"
+#include "le.h"
 
 #include "../tensor/core/tensor_impl.h"
 #include "../tensor/runtime/runtime_impl.h"
@@ -10,17 +11,6 @@
 #include <string.h>
 
 #define HEAD 20
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 size_t tm__sparse_max_bytes(int64_t k, int dtype)
 {
@@ -36,8 +26,8 @@ tm_status tm__sparse_encode(int64_t n, int64_t k, const int64_t *idx,
                       (long long)k, dtype);
     if (cap < tm__sparse_max_bytes(k, dtype))
         return TM_ERR(TM_EINVAL, "buffer of %zu bytes is too small", cap);
-    put64(out, (uint64_t)n);
-    put64(out + 8, (uint64_t)k);
+    tm__put_u64(out, (uint64_t)n);
+    tm__put_u64(out + 8, (uint64_t)k);
     out[16] = (uint8_t)dtype;
     out[17] = out[18] = out[19] = 0;
     uint8_t *p = out + HEAD;
@@ -73,7 +63,7 @@ tm_status tm__sparse_decode(const uint8_t *p, size_t len, int64_t n_expected,
                             float *val)
 {
     if (len < HEAD) return TM_ERR(TM_EFORMAT, "sparse payload of %zu bytes", len);
-    uint64_t n = get64(p), k = get64(p + 8);
+    uint64_t n = tm__get_u64(p), k = tm__get_u64(p + 8);
     int dt = p[16];
     if (n != (uint64_t)n_expected)
         return TM_ERR(TM_EFORMAT, "sparse payload for %llu values, expected %lld",

@@ -9,6 +9,7 @@
 
 #include "foundry/swarm.h"
 #include "frame.h"
+#include "le.h"
 
 /* Values travel as the host's bytes: the swarm runs on little-endian
  * machines only (x86-64, aarch64, armv7 all are). */
@@ -27,29 +28,6 @@ tm_status tm__tcp_connect(const char *host, int port, int64_t deadline_ms,
                           int *fd);
 /* "a.b.c.d:port" of the peer of fd into buf. */
 void tm__tcp_peer_name(int fd, char *buf, size_t size);
-
-/* ------------------------------------------------------- little endian */
-
-static inline void tm__put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void tm__put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint32_t tm__get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static inline uint64_t tm__get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 /* ------------------------------------------------------------ messages */
 
