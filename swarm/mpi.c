@@ -157,11 +157,7 @@ tm_swarm *tm__sw_mpi_join(const tm_swarm_opts *o, tm_params *params, tm_optim *o
     }
     if (!st) st = mpi_sync_start(sw);
     if (st) {
-        tm_status keep = tm_last_status();
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tm_last_error());
-        tm_swarm_leave(sw);
-        tm_set_error(keep ? keep : st, "%s", msg);
+        tm__sw_abandon(sw, st);
         return NULL;
     }
     sw->id = (uint32_t)m->rank + 1;

@@ -244,6 +244,15 @@ void tm_swarm_leave(tm_swarm *sw)
     tm__sw_free(sw);
 }
 
+void tm__sw_abandon(tm_swarm *sw, tm_status st)
+{
+    tm_status keep = tm_last_status();
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tm_last_error());
+    tm_swarm_leave(sw);
+    tm_set_error(keep ? keep : st, "%s", msg);
+}
+
 void tm__sw_free(tm_swarm *sw)
 {
     if (!sw) return;
@@ -393,12 +402,8 @@ tm_swarm *tm_swarm_join(const tm_swarm_opts *o, tm_params *params,
         sw->resynced = false;
     }
     if (st) {
-        tm_status keep = tm_last_status();
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tm_last_error());
-        tm_swarm_leave(sw);
-        tm_set_error(keep ? keep : st, "%s", msg);
-        tm__relabel_error("tm_swarm_join", keep ? keep : st);
+        tm__sw_abandon(sw, st);
+        tm__relabel_error("tm_swarm_join", tm_last_status());
         return NULL;
     }
     return sw;

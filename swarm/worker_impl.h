@@ -59,6 +59,8 @@ struct tm_swarm {
 tm_swarm *tm__sw_new(const tm_swarm_opts *o, tm_params *params, tm_optim *opt);
 /* Frees what tm__sw_new made (and a connection when there is one). */
 void tm__sw_free(tm_swarm *sw);
+/* A join that failed with st: leaves, keeping the error that said why. */
+void tm__sw_abandon(tm_swarm *sw, tm_status st);
 /* This round's contribution: DiLoCo's parameter change or the gradients
  * in sw->flat, then, when the swarm is sparse, its TopK (error feedback)
  * in sw->idx / sw->val (*k entries; *k = numel when dense). */
