@@ -69,7 +69,8 @@ def swarm(args, work, mode, schedule):
         # TopK with error feedback on AdamW's update: DiLoCo with H = 1,
         # an outer step that applies the average as it is
         "topk-update": ["--mode", "diloco", "--diloco-topk", "--topk", str(args.topk),
-                        "--local-steps", "1", "--outer-lr", "1", "--outer-momentum", "0"],
+                        "--local-steps", "1", "--outer-lr", str(args.update_lr),
+                        "--outer-momentum", str(args.update_momentum)],
         "diloco": ["--mode", "diloco", "--local-steps", str(args.local_steps)],
         "dense": ["--mode", "dense"],
     }[mode]
@@ -117,6 +118,10 @@ def main():
     ap.add_argument("--local-steps", type=int, default=50)
     ap.add_argument("--warmup-rounds", type=int, default=0, help="TopK's sparsity warm-up")
     ap.add_argument("--f16", action="store_true", help="TopK values as F16")
+    ap.add_argument("--update-lr", type=float, default=1.0,
+                    help="topk-update: the outer SGD's lr applied to the averaged update")
+    ap.add_argument("--update-momentum", type=float, default=0.0,
+                    help="topk-update: the outer SGD's (Nesterov) momentum")
     ap.add_argument("--modes", default="topk-update,topk,diloco")
     ap.add_argument("--reuse-single", action="store_true",
                     help="take the single process's result from an earlier run in --work")
