@@ -104,7 +104,7 @@ static void fuzz_join(const uint8_t *p, size_t len)
         return;
     }
     FUZZ_ASSERT(len == TM__SWARM_JOIN_BYTES);
-    FUZZ_ASSERT(m.numel >= 1 && m.numel <= ((uint64_t)1 << 40));
+    FUZZ_ASSERT(m.numel >= 1 && m.numel <= TM__SWARM_MAX_NUMEL);
     FUZZ_ASSERT(tm__swarm_settings_check(&m.s) == TM_OK);
     /* no NaN slipped through: the settings equal themselves */
     FUZZ_ASSERT(tm__swarm_settings_match(&m.s, &m.s) == TM_OK);

@@ -94,7 +94,20 @@ def topk(x, k):
     return wrap(vp[0]), wrap(ip[0])
 
 
-class DistributedOptimizer:
+class _Closing:
+    """close() on garbage collection and at the end of a with block."""
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class DistributedOptimizer(_Closing):
     """An optimizer whose step() first averages the gradients across the
     swarm (mode "topk" or "dense"), or which in mode "diloco" takes
     local_steps steps alone and then averages the parameter change.
@@ -207,22 +220,13 @@ class DistributedOptimizer:
             lib.tm_swarm_leave(self._sw)
             self._sw = None
 
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def __getattr__(self, name):
         if name in ("optimizer", "_sw"):
             raise AttributeError(name)
         return getattr(self.optimizer, name)
 
 
-class Coordinator:
+class Coordinator(_Closing):
     """A coordinator in this process: Coordinator(port=0, key=...) binds
     at once (.port is the port), start() serves from a thread (run()
     serves in this one, the GIL released), stop() ends it, close() frees.
@@ -279,11 +283,3 @@ class Coordinator:
             lib.tm_swarm_coordinator_free(self._co)
             self._co = None
 
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
