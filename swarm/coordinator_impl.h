@@ -65,8 +65,7 @@ struct tm_swarm_coordinator {
     int64_t first_ms; /* first contribution of the open round, or -1 */
     float *acc;
     uint8_t *mark;
-    double norms[32]; /* recent accepted update norms */
-    int n_norms, norm_pos;
+    tm__swarm_norms norms; /* recent accepted update norms */
     /* the latest snapshot (a STATE payload) */
     uint8_t *snap;
     uint32_t snap_n;

@@ -190,20 +190,6 @@ void tm__co_snapshot(tm_swarm_coordinator *co, peer *p, uint8_t *b, uint32_t n)
                 tm_last_error());
 }
 
-static double median_norm(const tm_swarm_coordinator *co)
-{
-    double v[32];
-    int n = co->n_norms;
-    memcpy(v, co->norms, sizeof(double) * (size_t)n);
-    for (int i = 1; i < n; i++) /* insertion sort: n <= 32 */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static bool counts(const peer *p)
 {
     return p->has && !p->refused && p->state == P_SYNCED && !atomic_load(&p->done);
@@ -232,11 +218,11 @@ static uint64_t majority_hash(const tm_swarm_coordinator *co)
 static void close_round(tm_swarm_coordinator *co)
 {
     uint64_t hash = majority_hash(co);
-    double med = co->n_norms >= 3 ? median_norm(co) : 0;
+    double med = tm__swarm_norms_median(&co->norms);
     bool sparse = tm__swarm_sparse(&co->s);
     int64_t n = (int64_t)co->numel;
     uint32_t count = 0;
-    double fresh[32];
+    double fresh[TM__SWARM_NORMS];
     int n_fresh = 0;
     for (peer *p = co->peers; p; p = p->next) {
         if (!counts(p)) continue;
@@ -256,7 +242,7 @@ static void close_round(tm_swarm_coordinator *co)
             co->stats.dropped_updates++;
             continue;
         }
-        if (n_fresh < 32) fresh[n_fresh++] = norm;
+        if (n_fresh < TM__SWARM_NORMS) fresh[n_fresh++] = norm;
         if (sparse)
             for (int64_t i = 0; i < p->k; i++) {
                 co->acc[p->idx[i]] += p->val[i];
@@ -266,11 +252,7 @@ static void close_round(tm_swarm_coordinator *co)
             for (int64_t i = 0; i < n; i++) co->acc[i] += p->val[i];
         count++;
     }
-    for (int i = 0; i < n_fresh; i++) {
-        co->norms[co->norm_pos] = fresh[i];
-        co->norm_pos = (co->norm_pos + 1) % 32;
-        if (co->n_norms < 32) co->n_norms++;
-    }
+    tm__swarm_norms_add(&co->norms, fresh, n_fresh);
     float divisor = (float)(count ? count : 1);
     int64_t touched = n;
     if (sparse) {

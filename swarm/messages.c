@@ -226,3 +226,27 @@ uint64_t tm__swarm_wire_bytes(const tm__swrm_conn *c, uint32_t n)
     if (c->secured) b += 8 + (c->mode == TM__SWRM_ENCRYPT ? 16 : 32);
     return b;
 }
+
+double tm__swarm_norms_median(const tm__swarm_norms *h)
+{
+    double v[TM__SWARM_NORMS];
+    int n = h->n;
+    if (n < 3) return 0;
+    memcpy(v, h->v, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++) /* insertion sort: n <= 32 */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void tm__swarm_norms_add(tm__swarm_norms *h, const double *fresh, int n)
+{
+    for (int i = 0; i < n && i < TM__SWARM_NORMS; i++) {
+        h->v[h->pos] = fresh[i];
+        h->pos = (h->pos + 1) % TM__SWARM_NORMS;
+        if (h->n < TM__SWARM_NORMS) h->n++;
+    }
+}

@@ -43,8 +43,7 @@ struct tm__swarm_mpi {
     float *all_val, *acc;
     uint8_t *mark;
     size_t cap; /* entries all_idx / all_val hold */
-    double norms[32];
-    int n_norms, norm_pos;
+    tm__swarm_norms norms;
 };
 
 static tm_status mpi_err(int rc, const char *what)
@@ -60,20 +59,6 @@ static tm_status mpi_err(int rc, const char *what)
         int rc_ = (call);                                                      \
         if (rc_ != MPI_SUCCESS) return mpi_err(rc_, #call);                    \
     } while (0)
-
-static double median(const struct tm__swarm_mpi *m)
-{
-    double v[32];
-    int n = m->n_norms;
-    memcpy(v, m->norms, sizeof(double) * (size_t)n);
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static bool finite_all(const float *v, int64_t n)
 {
@@ -183,17 +168,8 @@ static bool acceptable(tm_swarm *sw, const float *v, int64_t n, double *norm)
     struct tm__swarm_mpi *m = sw->mpi;
     if (!finite_all(v, n)) return false;
     *norm = tm__l2norm(v, n);
-    double med = m->n_norms >= 3 ? median(m) : 0;
+    double med = tm__swarm_norms_median(&m->norms);
     return !(med > 0 && *norm > sw->o.norm_bound * med);
-}
-
-static void record_norms(struct tm__swarm_mpi *m, const double *fresh, int n)
-{
-    for (int i = 0; i < n && i < 32; i++) {
-        m->norms[m->norm_pos] = fresh[i];
-        m->norm_pos = (m->norm_pos + 1) % 32;
-        if (m->n_norms < 32) m->n_norms++;
-    }
 }
 
 static tm_status sparse_round(tm_swarm *sw, int64_t k)
@@ -222,7 +198,7 @@ static tm_status sparse_round(tm_swarm *sw, int64_t k)
     memset(m->acc, 0, (size_t)n * 4);
     memset(m->mark, 0, (size_t)n);
     uint32_t count = 0;
-    double fresh[32];
+    double fresh[TM__SWARM_NORMS];
     int n_fresh = 0;
     for (int r = 0; r < m->size; r++) {
         const int64_t *ix = m->all_idx + m->displs[r];
@@ -236,14 +212,14 @@ static tm_status sparse_round(tm_swarm *sw, int64_t k)
                     "round %llu", r, (unsigned long long)sw->round);
             continue;
         }
-        if (n_fresh < 32) fresh[n_fresh++] = norm;
+        if (n_fresh < TM__SWARM_NORMS) fresh[n_fresh++] = norm;
         for (int i = 0; i < m->counts[r]; i++) {
             m->acc[ix[i]] += v[i];
             m->mark[ix[i]] = 1;
         }
         count++;
     }
-    record_norms(m, fresh, n_fresh);
+    tm__swarm_norms_add(&m->norms, fresh, n_fresh);
     float divisor = (float)(count ? count : 1);
     bool f16 = sw->s.values_f16;
     for (int64_t i = 0; i < n; i++) {
@@ -273,16 +249,16 @@ static tm_status dense_round(tm_swarm *sw)
     norms[0] = norm;
     int rc = MPI_Allgather(norms, 1, MPI_DOUBLE, all_norms, 1, MPI_DOUBLE, MPI_COMM_WORLD);
     uint32_t count = 0;
-    double fresh[32];
+    double fresh[TM__SWARM_NORMS];
     int n_fresh = 0;
     for (int r = 0; r < m->size; r++)
         if (m->ok[r]) {
             count++;
-            if (n_fresh < 32) fresh[n_fresh++] = all_norms[r];
+            if (n_fresh < TM__SWARM_NORMS) fresh[n_fresh++] = all_norms[r];
         }
     tm__dealloc(all_norms);
     if (rc != MPI_SUCCESS) return mpi_err(rc, "MPI_Allgather(norms)");
-    record_norms(m, fresh, n_fresh);
+    tm__swarm_norms_add(&m->norms, fresh, n_fresh);
     if (!mine) memset(sw->flat, 0, (size_t)n * 4);
     MPI_TRY(MPI_Allreduce(sw->flat, m->acc, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     float divisor = (float)(count ? count : 1);

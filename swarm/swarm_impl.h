@@ -43,6 +43,19 @@ typedef struct tm__swarm_settings {
     double outer_lr, outer_momentum;
 } tm__swarm_settings;
 
+/* The norms of the last accepted contributions, which the norm bound is
+ * measured against (the coordinator's, and every MPI rank's copy). */
+#define TM__SWARM_NORMS 32
+typedef struct tm__swarm_norms {
+    double v[TM__SWARM_NORMS];
+    int n, pos; /* recorded (up to 32); next slot, oldest overwritten */
+} tm__swarm_norms;
+/* Their median (even count: the mean of the middle two); 0 while fewer
+ * than 3 are recorded, when no bound applies. */
+double tm__swarm_norms_median(const tm__swarm_norms *h);
+/* Records fresh[0..n) in order, at most TM__SWARM_NORMS of them. */
+void tm__swarm_norms_add(tm__swarm_norms *h, const double *fresh, int n);
+
 /* Whether contributions and updates are sparse (TOPK frames). */
 static inline bool tm__swarm_sparse(const tm__swarm_settings *s)
 {
