@@ -69,11 +69,16 @@ static tm_status train_step(tm_gpt *m, tm_optim *opt, tm_swarm *sw, tm_token_loa
     return s;
 }
 
-/* The optimizer step a swarm is at: its round, times H in DiLoCo mode. */
+/* Optimizer steps per swarm round: H in DiLoCo mode, else 1. */
+static int64_t swarm_h(const train_opts *o)
+{
+    return o->swarm->mode == TM_SWARM_DILOCO ? o->swarm->local_steps : 1;
+}
+
+/* The optimizer step a swarm is at. */
 static int64_t swarm_step(const train_opts *o, const tm_swarm *sw)
 {
-    int64_t h = o->swarm->mode == TM_SWARM_DILOCO ? o->swarm->local_steps : 1;
-    return tm_swarm_round(sw) * h;
+    return tm_swarm_round(sw) * swarm_h(o);
 }
 
 /* Bytes on the wire against what dense F32 gradients every step would take. */
@@ -222,7 +227,7 @@ int train_run(const train_opts *o, const cli_cmd *cmd, tm_gpt *m, tm_tokenizer *
     for (; st->step < end; ) {
         double lr = tm_lr_sched_at(&sched, st->step), ts = now_s();
         /* the last step flushes what TopK's error feedback still holds */
-        if (sw && swarm_step(o, sw) + (o->swarm->mode == TM_SWARM_DILOCO ? o->swarm->local_steps : 1) >= o->steps)
+        if (sw && swarm_step(o, sw) + swarm_h(o) >= o->steps)
             tm_swarm_send_all_next(sw);
         if (train_step(m, opt, sw, ld, params, n_params, o, lr, &loss) != TM_OK)
             goto done;
