@@ -105,12 +105,15 @@ def test_a_killed_worker_is_dropped_and_a_new_one_joins_mid_run(prep):
     d = prep
     co, port = coordinator(d, d / "co1.log")
     try:
-        steps = 1500  # long enough to be training still when a1 wakes
-        ws = [worker(d, port, f"a{i}", steps) for i in range(3)]
+        steps = 1500  # long enough to be training still when a1 wakes:
+        # 4x the tokens per step of MODEL, so 2.5 s is a few hundred steps
+        # even on an idle, fast machine
+        slow = ["--batch", "4", "--context", "64"]
+        ws = [worker(d, port, f"a{i}", steps, *slow) for i in range(3)]
         wait_step(d, "a2", 60, ws)
         ws[2].send_signal(signal.SIGKILL)  # mid-round: no LEAVE, no FIN first
         ws[2].wait(LIMIT)
-        late = worker(d, port, "late", steps)
+        late = worker(d, port, "late", steps, *slow)
         wait_step(d, "late", 200, [ws[0], ws[1], late])
         # a straggler: a1 stops answering; rounds close at the deadline
         # without it, the silent connection is dropped, and when it wakes it
