@@ -282,4 +282,3 @@ class Coordinator(_Closing):
             self.stop()
             lib.tm_swarm_coordinator_free(self._co)
             self._co = None
-
