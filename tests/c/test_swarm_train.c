@@ -70,8 +70,8 @@ static void *worker_main(void *arg)
         float g[N];
         const float *p = tm_data(w);
         for (int j = 0; j < N; j++) g[j] = p[j] - target(jb->id, j); /* of (p - t)^2 / 2 */
-        if (jb->evil && r == 20 && !jb->nan_sent++) g[3] = NAN;
-        if (jb->evil && r == 25 && !jb->big_sent++)
+        if (jb->evil && r >= 20 && !jb->nan_sent++) g[3] = NAN;
+        if (jb->evil && r >= 25 && !jb->big_sent++)
             for (int j = 0; j < N; j++) g[j] *= 1000;
         tm_tensor *gt = tm_from_buffer(g, (int64_t[]){N}, 1, TM_F32);
         tm_set_grad(w, gt);
@@ -104,6 +104,10 @@ static tm_swarm_coordinator *start(pthread_t *th, bool encrypt)
     o.round_deadline_ms = 20000; /* rounds close when all have sent; this is for a loaded machine */
     o.peer_timeout_ms = 10000; /* a worker descheduled for seconds on a loaded machine is not dead */
     o.heartbeat_ms = 200;
+    /* all three workers are in from the first round: a loaded machine can
+     * otherwise let the first run rounds alone, and a late evil worker
+     * would join past the rounds it misbehaves in */
+    o.min_workers = 3;
     tm_swarm_coordinator *co = tm_swarm_coordinator_new(&o);
     if (co) pthread_create(th, NULL, coordinator_main, co);
     return co;
