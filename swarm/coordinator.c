@@ -129,11 +129,51 @@ static void peer_free(peer *p)
     tm__dealloc(p);
 }
 
+/* With mu held: why a new connection from `host` is over a cap, or NULL. */
+static const char *over_cap(const tm_swarm_coordinator *co, const char *host)
+{
+    int all = 0, pending = 0, from_host = 0;
+    for (const peer *p = co->peers; p; p = p->next) {
+        if (atomic_load(&p->done)) continue;
+        all++;
+        if (p->state != P_HANDSHAKE) continue;
+        pending++;
+        from_host += strcmp(p->host, host) == 0;
+    }
+    if (all >= TM__CO_PEERS_MAX) return "connections";
+    if (pending >= TM__CO_PENDING_MAX) return "connections before JOIN";
+    if (from_host >= TM__CO_PENDING_PER_HOST) return "connections before JOIN from one address";
+    return NULL;
+}
+
 static void accept_one(tm_swarm_coordinator *co)
 {
     int fd = accept(co->lfd, NULL, NULL);
     if (fd < 0) return;
     fcntl(fd, F_SETFD, FD_CLOEXEC);
+    char addr[64], host[64];
+    tm__tcp_peer_name(fd, addr, sizeof addr);
+    snprintf(host, sizeof host, "%s", addr);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = '\0';
+    pthread_mutex_lock(&co->mu);
+    const char *cap = over_cap(co, host);
+    if (cap) {
+        co->stats.refused++;
+        int64_t now = tm__now_ms();
+        if (now - co->cap_log_ms >= 1000) {
+            tm_logf(TM_LOG_WARN, "swarm coordinator: refused %s: too many %s "
+                    "(%llu more refused over a cap since the last warning)",
+                    addr, cap, (unsigned long long)co->cap_quiet);
+            co->cap_log_ms = now;
+            co->cap_quiet = 0;
+        } else
+            co->cap_quiet++;
+        pthread_mutex_unlock(&co->mu);
+        close(fd);
+        return;
+    }
+    pthread_mutex_unlock(&co->mu);
     peer *p = tm__calloc(sizeof *p, __func__);
     if (!p) {
         close(fd);
@@ -141,9 +181,8 @@ static void accept_one(tm_swarm_coordinator *co)
     }
     p->co = co;
     p->fd = fd;
+    memcpy(p->host, host, sizeof host);
     pthread_mutex_init(&p->tx, NULL);
-    char addr[64];
-    tm__tcp_peer_name(fd, addr, sizeof addr);
     tm__swrm_conn_init(&p->c, tm__swrm_fd_io(fd), addr);
     p->c.timeout_ms = co->o.peer_timeout_ms;
     pthread_mutex_lock(&co->mu);

@@ -17,6 +17,15 @@
 
 enum { P_HANDSHAKE, P_WAIT, P_SYNCED }; /* WAIT: needs a snapshot */
 
+/* Connections the coordinator holds at once.  One before its JOIN costs a
+ * thread for up to 10 s, so those are capped in all and per source
+ * address (a flood from one host leaves room for the others' workers);
+ * a connection over a cap is closed as soon as it is accepted.  A worker
+ * refused so retries within its reconnect window. */
+#define TM__CO_PENDING_MAX 64
+#define TM__CO_PENDING_PER_HOST 16
+#define TM__CO_PEERS_MAX 1024
+
 typedef struct peer {
     struct tm_swarm_coordinator *co;
     struct peer *next; /* in id order */
@@ -29,6 +38,7 @@ typedef struct peer {
     uint32_t id;
     int state;
     char name[TM__SWRM_NAME_MAX + 1];
+    char host[64]; /* source address, without the port */
     /* this round's contribution, decoded (owned) */
     bool has;
     bool refused; /* its update this round failed validation: it has sent,
@@ -72,6 +82,8 @@ struct tm_swarm_coordinator {
     uint64_t snap_round, snap_hash;
     uint32_t snap_from; /* peer asked for one, or 0 */
     tm_swarm_stats stats;
+    int64_t cap_log_ms; /* last "over a cap" warning: one a second at most */
+    uint64_t cap_quiet; /* refusals over a cap since then, not logged */
 };
 
 /* Sends under the peer's tx lock, counting bytes. */

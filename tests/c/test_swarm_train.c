@@ -9,6 +9,7 @@
 #include "../../swarm/swarm_impl.h"
 #include "../../tensor/runtime/runtime_impl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -253,6 +254,43 @@ TEST(swarm_hostile_peers_and_broken_updates_leave_the_others_unharmed)
     CHECK(s.dropped_updates >= 2); /* the NaN and the 1000x gradient */
     for (int j = 0; j < N; j++) CHECK(isfinite(jobs[0].final[j]));
     CHECK(error_of(jobs[0].final, 3, 1) < 0.1); /* floor 0.2 * 4 * 0.1 */
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+}
+
+/* Connections that never finish a handshake hold a thread each until
+ * their deadline: the coordinator keeps at most 16 of them per source
+ * address and closes the next as soon as it accepts it, and once they
+ * go the swarm takes workers from that address again. */
+TEST(swarm_coordinator_caps_connections_that_never_join)
+{
+    pthread_t ct;
+    tm_swarm_coordinator *co = start(&ct, false);
+    REQUIRE(co);
+    hostile_port = tm_swarm_coordinator_port(co);
+    int silent[16];
+    for (int i = 0; i < 16; i++) REQUIRE((silent[i] = dial()) >= 0);
+    int over = dial();
+    REQUIRE(over >= 0);
+    char b[64];
+    /* closed at once, not at the 5 s handshake deadline: the 16 accepted
+     * before it, whose deadlines come first, are all still open */
+    CHECK(read(over, b, sizeof b) == 0);
+    for (int i = 0; i < 16; i++) {
+        errno = 0;
+        CHECK(recv(silent[i], b, sizeof b, MSG_DONTWAIT) < 0 && errno == EAGAIN);
+    }
+    tm_swarm_stats s;
+    tm_swarm_coordinator_stats(co, &s);
+    CHECK(s.refused >= 1);
+    close(over);
+    for (int i = 0; i < 16; i++) close(silent[i]);
+    job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = ROUNDS / 4, .mode = TM_SWARM_DENSE,
+                        .ratio = 0.01, .lr = 0.5};
+    train(co, jobs, 3);
     tm_swarm_coordinator_stop(co);
     pthread_join(ct, NULL);
     tm_swarm_coordinator_free(co);
