@@ -179,6 +179,20 @@ void tm__co_snapshot(tm_swarm_coordinator *co, peer *p, uint8_t *b, uint32_t n)
         tm__dealloc(b);
         return;
     }
+    /* the snapshot goes to every joiner and into the checkpoint: its
+     * parameters must be the ones its hash names */
+    uint64_t h = 0;
+    tm_status st = tm__swarm_state_hash(b + TM__SWARM_PREFIX, n - TM__SWARM_PREFIX,
+                                        co->numel, &h);
+    if (!st && h != pre.hash)
+        st = TM_ERR(TM_EFORMAT, "its parameters do not match its hash");
+    if (st) {
+        tm_logf(TM_LOG_WARN, "swarm coordinator: snapshot from worker %u (%s) "
+                "refused: %s", p->id, p->name, tm_last_error());
+        co->snap_from = 0; /* another worker may be asked */
+        tm__dealloc(b);
+        return;
+    }
     tm__dealloc(co->snap);
     co->snap = b;
     co->snap_n = n;

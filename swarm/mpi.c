@@ -106,7 +106,8 @@ static tm_status mpi_sync_start(tm_swarm *sw)
     int rc = MPI_Bcast(p, (int)len, MPI_BYTE, 0, MPI_COMM_WORLD);
     tm_status st = rc == MPI_SUCCESS ? TM_OK : mpi_err(rc, "MPI_Bcast(state)");
     if (!st && m->rank != 0)
-        st = tm__swarm_state_decode(p, (size_t)len, &sw->f, sw->opt, sw->outer);
+        st = tm__swarm_state_decode(p, (size_t)len, &sw->f, sw->opt, sw->outer,
+                                        NULL);
     tm__dealloc(p);
     if (!st && sw->global) {
         tm__swarm_flat_get(&sw->f, sw->flat);

@@ -150,9 +150,61 @@ static bool same_shape(const parsed *e, const tm_tensor *t)
     return true;
 }
 
+/* The parameter hash of entries e[0..n) (F32 values, as
+ * tm__swarm_params_hash of tensors holding them). */
+static tm_status entries_hash(const parsed *e, int n, uint64_t *out)
+{
+    const uint8_t **data = tm__alloc(sizeof *data * (size_t)(n + 1), __func__);
+    int64_t *numel = tm__alloc(sizeof *numel * (size_t)(n + 1), __func__);
+    tm_status st = data && numel ? TM_OK : TM_ENOMEM;
+    for (int i = 0; !st && i < n; i++) {
+        data[i] = e[i].data;
+        numel[i] = (int64_t)(e[i].nbytes / 4);
+    }
+    if (!st) *out = tm__swarm_values_hash(data, numel, n);
+    tm__dealloc(data);
+    tm__dealloc(numel);
+    return st;
+}
+
+tm_status tm__swarm_state_hash(const uint8_t *p, size_t len, uint64_t numel,
+                               uint64_t *hash)
+{
+    const uint8_t *end = p + len;
+    if (len < 4) return TM_ERR(TM_EFORMAT, "snapshot truncated");
+    uint32_t count = tm__get_u32(p);
+    p += 4;
+    if (count > len / 4)
+        return TM_ERR(TM_EFORMAT, "snapshot of %u entries in %zu bytes", count, len);
+    parsed *e = tm__alloc(sizeof *e * (count + 1), __func__);
+    if (!e) return TM_ENOMEM;
+    tm_status st = TM_OK;
+    uint64_t total = 0;
+    uint32_t n = 0;
+    for (; n < count; n++) {
+        st = parse_one(&p, end, &e[n]);
+        if (st) break;
+        char want[32];
+        snprintf(want, sizeof want, "param.%u", n);
+        if (strcmp(e[n].name, want)) break; /* the parameters end here */
+        if (e[n].dt != TM_F32) {
+            st = TM_ERR(TM_EFORMAT, "snapshot entry %s is not F32", e[n].name);
+            break;
+        }
+        total += e[n].nbytes / 4;
+    }
+    if (!st && total != numel)
+        st = TM_ERR(TM_EFORMAT, "snapshot of %llu parameter values for a "
+                    "model of %llu", (unsigned long long)total,
+                    (unsigned long long)numel);
+    if (!st) st = entries_hash(e, (int)n, hash);
+    tm__dealloc(e);
+    return st;
+}
+
 tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
                                  const tm__swarm_flat *f, tm_optim *opt,
-                                 tm_optim *outer)
+                                 tm_optim *outer, const uint64_t *hash)
 {
     const uint8_t *end = p + len;
     if (len < 4) return TM_ERR(TM_EFORMAT, "snapshot truncated");
@@ -188,6 +240,12 @@ tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
     }
     if (!st && p != end)
         st = TM_ERR(TM_EFORMAT, "%zu bytes after the snapshot", (size_t)(end - p));
+    uint64_t got = 0;
+    if (!st && hash) st = entries_hash(e, f->count, &got);
+    if (!st && hash && got != *hash)
+        st = TM_ERR(TM_EFORMAT, "the snapshot's parameters do not match its "
+                    "hash (%016llx, claimed %016llx)", (unsigned long long)got,
+                    (unsigned long long)*hash);
     /* The optimizers validate their own entries; both load before the
      * parameters change, and the inner state is put back when the outer
      * one is refused, so a refusal leaves everything as it was. */

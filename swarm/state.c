@@ -60,17 +60,25 @@ static const uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full;
 
 static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
-static uint64_t hash_words(const uint32_t *w, int64_t n, uint64_t seed)
+/* Loads through memcpy: a snapshot's values need not be aligned. */
+static uint32_t word(const uint8_t *w, int64_t i)
+{
+    uint32_t v;
+    memcpy(&v, w + 4 * i, 4);
+    return v;
+}
+
+static uint64_t hash_words(const uint8_t *w, int64_t n, uint64_t seed)
 {
     uint64_t l[4] = {seed + P1, seed + P2, seed, seed - P1};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 4; j++) {
-            uint64_t v = (uint64_t)w[i + 2 * j] | (uint64_t)w[i + 2 * j + 1] << 32;
+            uint64_t v = (uint64_t)word(w, i + 2 * j) | (uint64_t)word(w, i + 2 * j + 1) << 32;
             l[j] = rotl(l[j] + v * P2, 31) * P1;
         }
     uint64_t h = rotl(l[0], 1) + rotl(l[1], 7) + rotl(l[2], 12) + rotl(l[3], 18);
-    for (; i < n; i++) h = rotl(h ^ (w[i] * P1), 23) * P2;
+    for (; i < n; i++) h = rotl(h ^ (word(w, i) * P1), 23) * P2;
     h ^= (uint64_t)n;
     h ^= h >> 33;
     h *= P2;
@@ -79,7 +87,8 @@ static uint64_t hash_words(const uint32_t *w, int64_t n, uint64_t seed)
 }
 
 typedef struct hash_job {
-    const tm__swarm_flat *f;
+    const uint8_t *const *data; /* each tensor's F32 values */
+    const int64_t *numel;
     int64_t *start; /* first chunk of each tensor, count + 1 entries */
     uint64_t *out;  /* one per chunk */
 } hash_job;
@@ -91,28 +100,49 @@ static void hash_range(int64_t b, int64_t e, void *ctx)
     for (int64_t c = b; c < e; c++) {
         while (j->start[t + 1] <= c) t++;
         int64_t off = (c - j->start[t]) * HASH_CHUNK;
-        int64_t len = tm_numel(j->f->t[t]) - off;
+        int64_t len = j->numel[t] - off;
         if (len > HASH_CHUNK) len = HASH_CHUNK;
-        j->out[c] = hash_words((const uint32_t *)tm_data(j->f->t[t]) + off,
-                               len, (uint64_t)c);
+        j->out[c] = hash_words(j->data[t] + 4 * off, len, (uint64_t)c);
     }
+}
+
+uint64_t tm__swarm_values_hash(const uint8_t *const *data, const int64_t *numel,
+                               int count)
+{
+    int64_t chunks = 0;
+    int64_t *start = tm__alloc(sizeof *start * (size_t)(count + 1), __func__);
+    if (!start) return 0; /* never equal to a real replica's, by chance only */
+    for (int t = 0; t < count; t++) {
+        start[t] = chunks;
+        chunks += (numel[t] + HASH_CHUNK - 1) / HASH_CHUNK;
+    }
+    start[count] = chunks;
+    uint64_t *out = tm__alloc(sizeof *out * (size_t)(chunks + 1), __func__);
+    uint64_t h = 0;
+    if (out) {
+        hash_job j = {data, numel, start, out};
+        tm__parallel_for(chunks, 4, hash_range, &j);
+        h = hash_words((const uint8_t *)out, chunks * 2, P1);
+    }
+    tm__dealloc(out);
+    tm__dealloc(start);
+    return h;
 }
 
 uint64_t tm__swarm_params_hash(const tm__swarm_flat *f)
 {
-    int64_t chunks = 0;
-    int64_t start[f->count + 1];
-    for (int t = 0; t < f->count; t++) {
-        start[t] = chunks;
-        chunks += (tm_numel(f->t[t]) + HASH_CHUNK - 1) / HASH_CHUNK;
+    const uint8_t **data = tm__alloc(sizeof *data * (size_t)(f->count + 1), __func__);
+    int64_t *numel = tm__alloc(sizeof *numel * (size_t)(f->count + 1), __func__);
+    uint64_t h = 0;
+    if (data && numel) {
+        for (int t = 0; t < f->count; t++) {
+            data[t] = tm_data(f->t[t]);
+            numel[t] = tm_numel(f->t[t]);
+        }
+        h = tm__swarm_values_hash(data, numel, f->count);
     }
-    start[f->count] = chunks;
-    uint64_t *out = tm__alloc(sizeof *out * (size_t)(chunks + 1), __func__);
-    if (!out) return 0; /* never equal to a real replica's, by chance only */
-    hash_job j = {f, start, out};
-    tm__parallel_for(chunks, 4, hash_range, &j);
-    uint64_t h = hash_words((const uint32_t *)out, chunks * 2, P1);
-    tm__dealloc(out);
+    tm__dealloc(data);
+    tm__dealloc(numel);
     return h;
 }
 

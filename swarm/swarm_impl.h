@@ -139,6 +139,10 @@ void tm__swarm_flat_free(tm__swarm_flat *f);
 /* A 64-bit hash of every parameter's bytes in order (threaded; not
  * cryptographic: it checks that replicas agree, the MACs guard the wire). */
 uint64_t tm__swarm_params_hash(const tm__swarm_flat *f);
+/* The same hash of `count` runs of F32 values (data[i]: numel[i] values,
+ * little-endian, any alignment); 0 when out of memory. */
+uint64_t tm__swarm_values_hash(const uint8_t *const *data, const int64_t *numel,
+                               int count);
 /* Copies the parameters (or their gradients, zeros where there is none)
  * into / out of out[0..numel). */
 void tm__swarm_flat_get(const tm__swarm_flat *f, float *out);
@@ -155,9 +159,14 @@ tm_status tm__swarm_state_encode(const tm__swarm_flat *f, const tm_optim *opt,
                                  const tm_optim *outer, uint8_t **out,
                                  size_t *len, size_t reserve);
 /* Loads a snapshot body into the parameters and optimizers, validating
- * every name, shape and size first (nothing changes on failure). */
+ * every name, shape and size first, and, when `hash` is not NULL, that
+ * the parameters in it have that hash (nothing changes on failure). */
 tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
                                  const tm__swarm_flat *f, tm_optim *opt,
-                                 tm_optim *outer);
+                                 tm_optim *outer, const uint64_t *hash);
+/* The parameter hash of a snapshot body (its leading param.N entries,
+ * which must hold `numel` F32 values), for a holder without the model. */
+tm_status tm__swarm_state_hash(const uint8_t *p, size_t len, uint64_t numel,
+                               uint64_t *hash);
 
 #endif

@@ -122,7 +122,7 @@ static tm_status load_state(tm_swarm *sw, const uint8_t *p, uint32_t n)
         st = TM_ERR(TM_EFORMAT, "STATE frame of kind %u", pre.kind);
     if (!st)
         st = tm__swarm_state_decode(p + TM__SWARM_PREFIX, n - TM__SWARM_PREFIX,
-                                    &sw->f, sw->opt, sw->outer);
+                                    &sw->f, sw->opt, sw->outer, &pre.hash);
     if (st) return st;
     if (sw->global) {
         tm__swarm_flat_get(&sw->f, sw->flat);

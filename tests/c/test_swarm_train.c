@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -294,6 +295,51 @@ TEST(swarm_coordinator_caps_connections_that_never_join)
     tm_swarm_coordinator_stop(co);
     pthread_join(ct, NULL);
     tm_swarm_coordinator_free(co);
+}
+
+/* A snapshot's prefix names the hash of its parameters; a holder without
+ * the model (the coordinator) hashes them as a replica would, and a
+ * worker refuses a snapshot whose parameters are not the ones named,
+ * changing nothing.  70000 values cross the hash's 65536-value chunks. */
+TEST(swarm_snapshot_whose_parameters_do_not_match_its_hash_is_refused)
+{
+    tm_tensor *a = tm_full((int64_t[]){70000}, 1, 0.25, TM_F32);
+    tm_tensor *b = tm_full((int64_t[]){5}, 1, -2.0, TM_F32);
+    tm_params *ps = tm_params_new();
+    tm_params_add(ps, "a", a, false);
+    tm_params_add(ps, "b", b, false);
+    tm_optim_hparams hp = tm_optim_defaults(TM_OPTIM_SGD);
+    tm_optim *opt = tm_optim_new(TM_OPTIM_SGD, &hp);
+    tm_optim_add_params(opt, ps, NULL);
+    tm__swarm_flat f;
+    REQUIRE(tm__swarm_flat_init(&f, ps) == TM_OK);
+    uint8_t *good = NULL, *bad = NULL;
+    size_t ng = 0, nb = 0;
+    REQUIRE(tm__swarm_state_encode(&f, opt, NULL, &good, &ng, 0) == TM_OK);
+    uint64_t h = tm__swarm_params_hash(&f), hg = 0, hb = 0;
+    CHECK(tm__swarm_state_hash(good, ng, 70005, &hg) == TM_OK);
+    CHECK(hg == h);
+    CHECK(tm__swarm_state_hash(good, ng, 70004, &hg) == TM_EFORMAT);
+    ((float *)tm_data(a))[69999] = 0.5f; /* in the second chunk */
+    REQUIRE(tm__swarm_state_encode(&f, opt, NULL, &bad, &nb, 0) == TM_OK);
+    CHECK(tm__swarm_state_hash(bad, nb, 70005, &hb) == TM_OK);
+    CHECK(hb != h);
+    /* back to the good values; the bad snapshot claiming their hash is
+     * refused and leaves them */
+    REQUIRE(tm__swarm_state_decode(good, ng, &f, opt, NULL, &h) == TM_OK);
+    CHECK(tm__swarm_state_decode(bad, nb, &f, opt, NULL, &h) == TM_EFORMAT);
+    CHECK(strstr(tm_last_error(), "do not match its hash") != NULL);
+    CHECK(((float *)tm_data(a))[69999] == 0.25f);
+    CHECK(tm__swarm_params_hash(&f) == h);
+    CHECK(tm__swarm_state_decode(bad, nb, &f, opt, NULL, &hb) == TM_OK);
+    CHECK(((float *)tm_data(a))[69999] == 0.5f);
+    tm__dealloc(good);
+    tm__dealloc(bad);
+    tm__swarm_flat_free(&f);
+    tm_optim_free(opt);
+    tm_params_free(ps);
+    tm_free(a);
+    tm_free(b);
 }
 
 /* A checkpoint whose record claims more parameter values than its

@@ -249,7 +249,10 @@ static void fuzz_state(const uint8_t *p, size_t len, uint8_t arg)
     model_new(&m, arg);
     size_t n0;
     uint8_t *b0 = model_bytes(&m, &n0);
-    tm_status st = tm__swarm_state_decode(p, len, &m.f, m.opt, m.outer);
+    uint64_t h = 0;
+    tm_status hs = tm__swarm_state_hash(p, len, (uint64_t)m.f.numel, &h);
+    FUZZ_ASSERT(hs == TM_OK || hs == TM_EFORMAT || hs == TM_ENOMEM);
+    tm_status st = tm__swarm_state_decode(p, len, &m.f, m.opt, m.outer, NULL);
     size_t n1;
     uint8_t *b1 = model_bytes(&m, &n1);
     if (st) {
@@ -262,10 +265,15 @@ static void fuzz_state(const uint8_t *p, size_t len, uint8_t arg)
         /* the parameters hold the snapshot's values, and what the model
          * now encodes loads back into a fresh model */
         FUZZ_ASSERT(len >= 4 + 4 * 9); /* at least the 9 parameter values */
+        /* a holder without the model hashes the parameters as a replica */
+        FUZZ_ASSERT(hs == TM_OK && h == tm__swarm_params_hash(&m.f));
         model m2;
         model_new(&m2, arg);
-        FUZZ_ASSERT(tm__swarm_state_decode(b1, n1, &m2.f, m2.opt, m2.outer) ==
-                    TM_OK);
+        uint64_t wrong = h ^ 1;
+        FUZZ_ASSERT(tm__swarm_state_decode(b1, n1, &m2.f, m2.opt, m2.outer,
+                                           &wrong) == TM_EFORMAT);
+        FUZZ_ASSERT(tm__swarm_state_decode(b1, n1, &m2.f, m2.opt, m2.outer,
+                                           &h) == TM_OK);
         size_t n2;
         uint8_t *b2 = model_bytes(&m2, &n2);
         FUZZ_ASSERT(n2 == n1 && !memcmp(b1, b2, n1));
