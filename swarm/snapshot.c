@@ -167,38 +167,54 @@ static tm_status entries_hash(const parsed *e, int n, uint64_t *out)
     return st;
 }
 
-tm_status tm__swarm_state_hash(const uint8_t *p, size_t len, uint64_t numel,
-                               uint64_t *hash)
+/* Parses the leading param.N entries of a snapshot body: counts them
+ * and their values, and fills data/numel[0..n) when they are given. */
+static tm_status param_entries(const uint8_t *p, size_t len, uint32_t *n,
+                               uint64_t *total, const uint8_t **data,
+                               int64_t *numel)
 {
     const uint8_t *end = p + len;
     if (len < 4) return TM_ERR(TM_EFORMAT, "snapshot truncated");
     uint32_t count = tm__get_u32(p);
     p += 4;
-    if (count > len / 4)
-        return TM_ERR(TM_EFORMAT, "snapshot of %u entries in %zu bytes", count, len);
-    parsed *e = tm__alloc(sizeof *e * (count + 1), __func__);
-    if (!e) return TM_ENOMEM;
-    tm_status st = TM_OK;
-    uint64_t total = 0;
-    uint32_t n = 0;
-    for (; n < count; n++) {
-        st = parse_one(&p, end, &e[n]);
-        if (st) break;
+    *n = 0;
+    *total = 0;
+    for (; *n < count; ++*n) {
+        parsed e;
+        tm_status st = parse_one(&p, end, &e);
+        if (st) return st;
         char want[32];
-        snprintf(want, sizeof want, "param.%u", n);
-        if (strcmp(e[n].name, want)) break; /* the parameters end here */
-        if (e[n].dt != TM_F32) {
-            st = TM_ERR(TM_EFORMAT, "snapshot entry %s is not F32", e[n].name);
-            break;
+        snprintf(want, sizeof want, "param.%u", *n);
+        if (strcmp(e.name, want)) break; /* the parameters end here */
+        if (e.dt != TM_F32)
+            return TM_ERR(TM_EFORMAT, "snapshot entry %s is not F32", e.name);
+        if (data) {
+            data[*n] = e.data;
+            numel[*n] = (int64_t)(e.nbytes / 4);
         }
-        total += e[n].nbytes / 4;
+        *total += e.nbytes / 4;
     }
+    return TM_OK;
+}
+
+tm_status tm__swarm_state_hash(const uint8_t *p, size_t len, uint64_t numel,
+                               uint64_t *hash)
+{
+    uint32_t n;
+    uint64_t total;
+    tm_status st = param_entries(p, len, &n, &total, NULL, NULL);
     if (!st && total != numel)
         st = TM_ERR(TM_EFORMAT, "snapshot of %llu parameter values for a "
                     "model of %llu", (unsigned long long)total,
                     (unsigned long long)numel);
-    if (!st) st = entries_hash(e, (int)n, hash);
-    tm__dealloc(e);
+    if (st) return st;
+    /* the entries, now counted, are parsed again into their runs */
+    const uint8_t **data = tm__alloc(sizeof *data * ((size_t)n + 1), __func__);
+    int64_t *counts = tm__alloc(sizeof *counts * ((size_t)n + 1), __func__);
+    st = data && counts ? param_entries(p, len, &n, &total, data, counts) : TM_ENOMEM;
+    if (!st) *hash = tm__swarm_values_hash(data, counts, (int)n);
+    tm__dealloc(data);
+    tm__dealloc(counts);
     return st;
 }
 
