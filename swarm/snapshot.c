@@ -226,7 +226,9 @@ tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
     if (len < 4) return TM_ERR(TM_EFORMAT, "snapshot truncated");
     uint32_t count = tm__get_u32(p);
     p += 4;
-    if (count < (uint32_t)f->count || count > len / 4)
+    /* the smallest entry (a one-letter name, a 0-d F32) takes 9 bytes:
+     * the entry table is sized by what the body can hold */
+    if (count < (uint32_t)f->count || count > (len - 4) / 9)
         return TM_ERR(TM_EFORMAT, "snapshot of %u entries for %d parameters",
                       count, f->count);
     parsed *e = tm__alloc(sizeof *e * count, __func__);
