@@ -150,23 +150,6 @@ static bool same_shape(const parsed *e, const tm_tensor *t)
     return true;
 }
 
-/* The parameter hash of entries e[0..n) (F32 values, as
- * tm__swarm_params_hash of tensors holding them). */
-static tm_status entries_hash(const parsed *e, int n, uint64_t *out)
-{
-    const uint8_t **data = tm__alloc(sizeof *data * (size_t)(n + 1), __func__);
-    int64_t *numel = tm__alloc(sizeof *numel * (size_t)(n + 1), __func__);
-    tm_status st = data && numel ? TM_OK : TM_ENOMEM;
-    for (int i = 0; !st && i < n; i++) {
-        data[i] = e[i].data;
-        numel[i] = (int64_t)(e[i].nbytes / 4);
-    }
-    if (!st) *out = tm__swarm_values_hash(data, numel, n);
-    tm__dealloc(data);
-    tm__dealloc(numel);
-    return st;
-}
-
 /* Parses the leading param.N entries of a snapshot body: counts them
  * and their values, and fills data/numel[0..n) when they are given. */
 static tm_status param_entries(const uint8_t *p, size_t len, uint32_t *n,
@@ -222,7 +205,7 @@ tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
                                  const tm__swarm_flat *f, tm_optim *opt,
                                  tm_optim *outer, const uint64_t *hash)
 {
-    const uint8_t *end = p + len;
+    const uint8_t *body = p, *end = p + len;
     if (len < 4) return TM_ERR(TM_EFORMAT, "snapshot truncated");
     uint32_t count = tm__get_u32(p);
     p += 4;
@@ -259,7 +242,7 @@ tm_status tm__swarm_state_decode(const uint8_t *p, size_t len,
     if (!st && p != end)
         st = TM_ERR(TM_EFORMAT, "%zu bytes after the snapshot", (size_t)(end - p));
     uint64_t got = 0;
-    if (!st && hash) st = entries_hash(e, f->count, &got);
+    if (!st && hash) st = tm__swarm_state_hash(body, len, (uint64_t)f->numel, &got);
     if (!st && hash && got != *hash)
         st = TM_ERR(TM_EFORMAT, "the snapshot's parameters do not match its "
                     "hash (%016llx, claimed %016llx)", (unsigned long long)got,
