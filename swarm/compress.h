@@ -37,6 +37,10 @@ typedef struct tm__dgc_opts {
                               momentum, such as Adam) */
     double clip_norm;      /* local clip of each gradient's L2 norm before
                               accumulation; 0: none */
+    bool values_f16;       /* the selected values travel as F16: each is
+                              rounded here and its rounding error stays in
+                              the residual, so error feedback covers the
+                              rounding too */
 } tm__dgc_opts;
 
 typedef struct tm__dgc tm__dgc;
@@ -51,7 +55,10 @@ int64_t tm__dgc_k(const tm__dgc *d, int64_t round);
 /* Folds grad[0..n) into the accumulator (clip; u = m*u + g; v += u, or
  * v += g without momentum), selects the top k of v for `round`, writes
  * them to idx/val (capacity tm__dgc_k(d, round)), *k_out = k, and clears
- * those entries of v and u.  The rest stays for later rounds. */
+ * those entries of v and u.  The rest stays for later rounds.  With
+ * values_f16, val holds the F16 roundings and v keeps what they lost
+ * (exactly: a value minus its F16 rounding is an F32); a value beyond
+ * F16's range is sent as infinity, which the receiver refuses. */
 tm_status tm__dgc_compress(tm__dgc *d, const float *grad, int64_t round,
                            int64_t *k_out, int64_t *idx, float *val);
 /* Zeroes the residual and momentum (after a resync). */

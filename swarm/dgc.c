@@ -5,6 +5,7 @@
  * (DGC's 75%, 93.75%, ... sparsity, smoothed); from then on ratio. */
 #include "compress.h"
 
+#include "../tensor/core/tensor_impl.h"
 #include "../tensor/runtime/runtime_impl.h"
 
 #include <math.h>
@@ -83,7 +84,13 @@ tm_status tm__dgc_compress(tm__dgc *d, const float *g, int64_t round,
     tm_status st = tm__topk_select(d->v, d->n, k, idx, val);
     if (st) return st;
     for (int64_t i = 0; i < k; i++) {
-        d->v[idx[i]] = 0;
+        float left = 0;
+        if (d->o.values_f16) {
+            float h = tm__f16_to_f32(tm__f32_to_f16(val[i]));
+            if (isfinite(h)) left = val[i] - h;
+            val[i] = h;
+        }
+        d->v[idx[i]] = left;
         if (d->u) d->u[idx[i]] = 0;
     }
     *k_out = k;

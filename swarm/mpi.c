@@ -67,12 +67,6 @@ static bool finite_all(const float *v, int64_t n)
     return true;
 }
 
-/* What the TCP path's F16 encode and decode do to a value. */
-static void round_f16(float *v, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) v[i] = tm__f16_to_f32(tm__f32_to_f16(v[i]));
-}
-
 /* Everyone starts from rank 0's state, as TCP joiners start from the
  * founder's; every rank checks it trains the same model the same way. */
 static tm_status mpi_sync_start(tm_swarm *sw)
@@ -177,7 +171,6 @@ static tm_status sparse_round(tm_swarm *sw, int64_t k)
 {
     struct tm__swarm_mpi *m = sw->mpi;
     int64_t n = sw->f.numel;
-    if (sw->s.values_f16) round_f16(sw->val, k);
     int mine = (int)k;
     MPI_TRY(MPI_Allgather(&mine, 1, MPI_INT, m->counts, 1, MPI_INT, MPI_COMM_WORLD));
     int64_t total = 0;

@@ -356,7 +356,8 @@ tm_swarm *tm__sw_new(const tm_swarm_opts *o, tm_params *params, tm_optim *opt)
     }
     if (!st && tm__swarm_sparse(&sw->s)) {
         tm__dgc_opts d = {o->topk_ratio, o->warmup_rounds,
-                          o->momentum_correction, o->clip_norm};
+                          o->momentum_correction, o->clip_norm,
+                          sw->s.values_f16 != 0};
         sw->dgc = tm__dgc_new(sw->f.numel, &d);
         if (!sw->dgc) st = tm_last_status();
     }

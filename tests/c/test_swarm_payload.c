@@ -375,7 +375,7 @@ TEST(sparse_encode_refuses_unsorted_indices_small_buffers_and_bad_dtype)
 
 static tm__dgc_opts dgc_opts(double ratio, int64_t warmup, double momentum, double clip)
 {
-    tm__dgc_opts o = {ratio, warmup, momentum, clip};
+    tm__dgc_opts o = {ratio, warmup, momentum, clip, false};
     return o;
 }
 
@@ -405,6 +405,62 @@ TEST(dgc_error_feedback_conserves_every_value_exactly)
     int bad = 0;
     for (int i = 0; i < N; i++) bad += sent[i] + v[i] != folded[i];
     CHECK_INT(bad, 0);
+    tm__dgc_free(d);
+}
+
+/* With F16 values: every value sent is an F16, and what its rounding
+ * lost stays in the residual, so sent + residual is still exactly what
+ * was folded in.  The draws have 12 fractional bits and sums up to 270,
+ * so every F32 sum is exact while most values need more bits than F16's
+ * 11 (dropping the rounding error would break the equality). */
+TEST(dgc_f16_rounding_error_stays_in_the_residual)
+{
+    enum { N = 5000, ROUNDS = 30 };
+    tm__dgc_opts o = dgc_opts(0.01, 3, 0, 0);
+    o.values_f16 = true;
+    tm__dgc *d = tm__dgc_new(N, &o);
+    REQUIRE(d);
+    static float g[N], val[N];
+    static double sent[N], folded[N];
+    static int64_t idx[N];
+    uint64_t s = 19;
+    int not_f16 = 0, rounded = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < N; i++) {
+            g[i] = (float)((int)(rng_next(&s) % 17) - 8) +
+                   (float)(rng_next(&s) % 4096) / 4096.0f;
+            folded[i] += g[i];
+        }
+        int64_t k;
+        REQUIRE(tm__dgc_compress(d, g, r, &k, idx, val) == TM_OK);
+        const float *v = tm__dgc_residual(d);
+        for (int64_t j = 0; j < k; j++) {
+            not_f16 += ref_f16_value(ref_f16(val[j])) != val[j];
+            rounded += v[idx[j]] != 0;
+            sent[idx[j]] += val[j];
+        }
+    }
+    CHECK_INT(not_f16, 0);
+    CHECK(rounded > 1000); /* the rounding is exercised, not dodged */
+    const float *v = tm__dgc_residual(d);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += sent[i] + v[i] != folded[i];
+    CHECK_INT(bad, 0);
+    tm__dgc_free(d);
+
+    /* beyond F16's range: sent as infinity (the receiver refuses it),
+     * and no NaN or infinity is left in the residual */
+    o = dgc_opts(0.25, 0, 0, 0);
+    o.values_f16 = true;
+    d = tm__dgc_new(4, &o);
+    REQUIRE(d);
+    float big[4] = {70000.0f, 1, 2, 3}, bv[1];
+    int64_t k, bi[1];
+    REQUIRE(tm__dgc_compress(d, big, 0, &k, bi, bv) == TM_OK);
+    CHECK_INT(k, 1);
+    CHECK_INT(bi[0], 0);
+    CHECK(isinf(bv[0]) && bv[0] > 0);
+    CHECK(tm__dgc_residual(d)[0] == 0);
     tm__dgc_free(d);
 }
 
