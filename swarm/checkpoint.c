@@ -108,6 +108,15 @@ tm_status tm__co_load(tm_swarm_coordinator *co)
     if (!st && (tm__swarm_prefix_decode(snap, n, &pre) ||
                 pre.kind != TM__SWARM_STATE_KIND || pre.round != j.round))
         st = TM_ERR(TM_EFORMAT, "%s: malformed snapshot", path);
+    /* the CRC catches damage; the hash, that the parameters are the ones
+     * the record names (joiners get them, and check them against it) */
+    uint64_t h = 0;
+    if (!st && tm__swarm_state_hash(snap + TM__SWARM_PREFIX, n - TM__SWARM_PREFIX,
+                                    j.numel, &h))
+        st = TM_ERR(TM_EFORMAT, "%s: %s", path, tm_last_error());
+    else if (!st && (h != pre.hash || pre.hash != j.hash))
+        st = TM_ERR(TM_EFORMAT, "%s: the snapshot's parameters do not match "
+                    "its hash", path);
     fclose(f);
     if (!st) {
         co->acc = tm__calloc((size_t)j.numel * 4, __func__);

@@ -342,6 +342,86 @@ TEST(swarm_snapshot_whose_parameters_do_not_match_its_hash_is_refused)
     tm_free(b);
 }
 
+/* Writes a version-1 checkpoint of one tensor "a" (3 values) at round 4
+ * into dir, its CRC right.  The record and the snapshot's prefix claim
+ * the parameters' hash (right_hash) or one off; `poke` is written over
+ * a[1] after hashing (NAN: nothing), and the body ends with a's values
+ * (plain SGD keeps no state). */
+static void write_checkpoint(const char *dir, bool right_hash, float poke)
+{
+    tm_tensor *a = tm_full((int64_t[]){3}, 1, 0.75, TM_F32);
+    tm_params *ps = tm_params_new();
+    tm_params_add(ps, "a", a, false);
+    tm_optim_hparams hp = tm_optim_defaults(TM_OPTIM_SGD);
+    tm_optim *opt = tm_optim_new(TM_OPTIM_SGD, &hp);
+    tm_optim_add_params(opt, ps, NULL);
+    tm__swarm_flat fl;
+    REQUIRE(tm__swarm_flat_init(&fl, ps) == TM_OK);
+    uint8_t *body = NULL;
+    size_t nbody = 0;
+    REQUIRE(tm__swarm_state_encode(&fl, opt, NULL, &body, &nbody, 0) == TM_OK);
+    uint64_t h = tm__swarm_params_hash(&fl) ^ (right_hash ? 0 : 1);
+    if (!isnan(poke)) {
+        uint8_t *v = body + nbody - 8; /* a[1] of the last tensor */
+        memcpy(v, &poke, 4);
+    }
+    size_t head = 8 + TM__SWARM_JOIN_BYTES + 4, snap_n = TM__SWARM_PREFIX + nbody;
+    uint8_t *b = calloc(1, head + snap_n + 4);
+    REQUIRE(b);
+    memcpy(b, "SWCK", 4);
+    tm__put_u32(b + 4, 1);
+    tm__swarm_join_msg j = {.numel = 3, .round = 4, .hash = h};
+    j.s = (tm__swarm_settings){.mode = TM_SWARM_DENSE, .topk_ratio = 0.01,
+                               .local_steps = 50, .outer_lr = 0.7,
+                               .outer_momentum = 0.9};
+    tm__swarm_join_encode(&j, b + 8);
+    tm__put_u32(b + head - 4, (uint32_t)snap_n);
+    tm__swarm_prefix pre = {.round = 4, .hash = h, .kind = TM__SWARM_STATE_KIND};
+    tm__swarm_prefix_encode(&pre, b + head);
+    memcpy(b + head + TM__SWARM_PREFIX, body, nbody);
+    tm__put_u32(b + head + snap_n, tm__crc32(0, b, head + snap_n));
+    char path[64];
+    snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite(b, 1, head + snap_n + 4, f) == head + snap_n + 4 &&
+            fclose(f) == 0);
+    free(b);
+    tm__dealloc(body);
+    tm__swarm_flat_free(&fl);
+    tm_optim_free(opt);
+    tm_params_free(ps);
+    tm_free(a);
+}
+
+/* A checkpoint's CRC only catches damage: one whose snapshot holds other
+ * parameters than the hash it claims (a CRC recomputed over a changed
+ * value, or a wrong hash) is refused on load, as a worker's snapshot is,
+ * since every joiner would get those parameters. */
+TEST(swarm_checkpoint_whose_parameters_do_not_match_its_hash_is_refused)
+{
+    char dir[] = "/tmp/foundry_swck_XXXXXX", path[64];
+    REQUIRE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
+    tm_swarm_opts o = tm_swarm_defaults();
+    o.insecure = true;
+    o.checkpoint_dir = dir;
+    write_checkpoint(dir, true, NAN); /* the control: it loads */
+    tm_swarm_coordinator *co = tm_swarm_coordinator_new(&o);
+    CHECK(co != NULL);
+    tm_swarm_coordinator_free(co);
+    write_checkpoint(dir, true, 0.5f);
+    co = tm_swarm_coordinator_new(&o);
+    CHECK(co == NULL);
+    CHECK_INT(tm_last_status(), TM_EFORMAT);
+    CHECK(strstr(tm_last_error(), "parameters do not match its hash") != NULL);
+    write_checkpoint(dir, false, NAN);
+    co = tm_swarm_coordinator_new(&o);
+    CHECK(co == NULL);
+    CHECK(strstr(tm_last_error(), "parameters do not match its hash") != NULL);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* A checkpoint whose record claims more parameter values than its
  * snapshot can hold is refused before the coordinator sizes its round
  * buffers by that claim (2^28 values, under the swarm's model limit:

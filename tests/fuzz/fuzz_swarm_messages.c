@@ -315,6 +315,11 @@ static void fuzz_checkpoint(const uint8_t *p, size_t len)
         tm__swarm_prefix pre;
         FUZZ_ASSERT(tm__swarm_prefix_decode(co->snap, co->snap_n, &pre) == TM_OK);
         FUZZ_ASSERT(pre.kind == TM__SWARM_STATE_KIND && pre.round == co->round);
+        uint64_t h = 0;
+        FUZZ_ASSERT(tm__swarm_state_hash(co->snap + TM__SWARM_PREFIX,
+                                         co->snap_n - TM__SWARM_PREFIX, co->numel,
+                                         &h) == TM_OK);
+        FUZZ_ASSERT(h == pre.hash && h == co->snap_hash);
     }
     tm__dealloc(co->acc);
     tm__dealloc(co->mark);
