@@ -48,6 +48,38 @@ static void wake(tm_swarm_coordinator *co)
     (void)r; /* a full pipe already wakes run() */
 }
 
+/* A bucket's tokens at `now`: one more each second, up to the burst. */
+static double tokens_at(const tm__co_guesses *g, int64_t now)
+{
+    double t = g->tokens + (double)(now - g->at_ms) / 1000.0;
+    return t < TM__CO_GUESS_BURST ? t : TM__CO_GUESS_BURST;
+}
+
+/* With mu held: the host's wrong-key bucket, or NULL when it has none. */
+static tm__co_guesses *guesses_of(tm_swarm_coordinator *co, const char *host)
+{
+    for (int i = 0; i < co->n_guess; i++)
+        if (strcmp(co->guess[i].host, host) == 0) return &co->guess[i];
+    return NULL;
+}
+
+/* With mu held: takes a token from the host's bucket (making one, or
+ * reusing the fullest when the table is full). */
+static void charge_wrong_key(tm_swarm_coordinator *co, const char *host, int64_t now)
+{
+    tm__co_guesses *g = guesses_of(co, host);
+    if (!g && co->n_guess < TM__CO_GUESS_HOSTS) g = &co->guess[co->n_guess++];
+    if (!g) {
+        g = &co->guess[0];
+        for (int i = 1; i < co->n_guess; i++)
+            if (tokens_at(&co->guess[i], now) > tokens_at(g, now)) g = &co->guess[i];
+    }
+    double t = strcmp(g->host, host) == 0 ? tokens_at(g, now) : TM__CO_GUESS_BURST;
+    snprintf(g->host, sizeof g->host, "%s", host);
+    g->tokens = t - 1;
+    g->at_ms = now;
+}
+
 static void *reader_main(void *arg)
 {
     peer *p = arg;
@@ -79,6 +111,7 @@ static void *reader_main(void *arg)
         if (st == TM_EFORMAT && p->c.secured) tm__co_send_error(p, tm_last_error());
         pthread_mutex_lock(&co->mu);
         co->stats.refused++;
+        if (p->c.wrong_key) charge_wrong_key(co, p->host, tm__now_ms());
         pthread_mutex_unlock(&co->mu);
     }
     while (!st && !atomic_load(&co->stop)) {
@@ -130,8 +163,10 @@ static void peer_free(peer *p)
 }
 
 /* With mu held: why a new connection from `host` is over a cap, or NULL. */
-static const char *over_cap(const tm_swarm_coordinator *co, const char *host)
+static const char *over_cap(tm_swarm_coordinator *co, const char *host, int64_t now)
 {
+    const tm__co_guesses *g = guesses_of(co, host);
+    if (g && tokens_at(g, now) < 1) return "wrong keys from one address";
     int all = 0, pending = 0, from_host = 0;
     for (const peer *p = co->peers; p; p = p->next) {
         if (atomic_load(&p->done)) continue;
@@ -157,10 +192,10 @@ static void accept_one(tm_swarm_coordinator *co)
     char *colon = strrchr(host, ':');
     if (colon) *colon = '\0';
     pthread_mutex_lock(&co->mu);
-    const char *cap = over_cap(co, host);
+    int64_t now = tm__now_ms();
+    const char *cap = over_cap(co, host, now);
     if (cap) {
         co->stats.refused++;
-        int64_t now = tm__now_ms();
         if (now - co->cap_log_ms >= 1000) {
             tm_logf(TM_LOG_WARN, "swarm coordinator: refused %s: too many %s "
                     "(%llu more refused over a cap since the last warning)",

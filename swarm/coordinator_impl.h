@@ -26,6 +26,21 @@ enum { P_HANDSHAKE, P_WAIT, P_SYNCED }; /* WAIT: needs a snapshot */
 #define TM__CO_PENDING_PER_HOST 16
 #define TM__CO_PEERS_MAX 1024
 
+/* Wrong keys: a source address may fail the handshake's proof
+ * TM__CO_GUESS_BURST times in a row, then once a second (a token
+ * bucket); while it has no token left its connections are refused on
+ * accept.  So guessing a weak key online runs at about one guess a
+ * second per address.  Addresses are tracked in a table of
+ * TM__CO_GUESS_HOSTS; when it is full the most forgiven one is reused. */
+#define TM__CO_GUESS_BURST 8
+#define TM__CO_GUESS_HOSTS 256
+
+typedef struct tm__co_guesses {
+    char host[64];
+    double tokens; /* wrong keys it may still try, as of at_ms */
+    int64_t at_ms;
+} tm__co_guesses;
+
 typedef struct peer {
     struct tm_swarm_coordinator *co;
     struct peer *next; /* in id order */
@@ -84,6 +99,8 @@ struct tm_swarm_coordinator {
     tm_swarm_stats stats;
     int64_t cap_log_ms; /* last "over a cap" warning: one a second at most */
     uint64_t cap_quiet; /* refusals over a cap since then, not logged */
+    tm__co_guesses guess[TM__CO_GUESS_HOSTS];
+    int n_guess;
 };
 
 /* Sends under the peer's tx lock, counting bytes. */

@@ -131,6 +131,7 @@ typedef struct tm__swrm_conn {
     int64_t timeout_ms;      /* per-frame read deadline once a header
                                 starts arriving; <= 0: none */
     char peer[80];           /* for messages: "127.0.0.1:5000 (w3)" */
+    bool wrong_key;          /* server side: the peer's proof failed */
 } tm__swrm_conn;
 
 /* A connection over io with the default caps: handshake and control

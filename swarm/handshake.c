@@ -193,6 +193,7 @@ tm_status tm__swrm_handshake_server(tm__swrm_conn *c, const tm__swrm_auth *a,
         static const char bad[] = "authentication failed";
         tm__swrm_send(c, TM__SWRM_ERROR, bad, sizeof bad - 1);
         tm__wipe(want, sizeof want);
+        c->wrong_key = true;
         return TM_ERR(TM_EINVAL, "%s: authentication failed (wrong key)", c->peer);
     }
     proof(a, "SWRM-v1 server", hello, hn, chal, pr, want);

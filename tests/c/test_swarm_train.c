@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -287,6 +288,53 @@ TEST(swarm_coordinator_caps_connections_that_never_join)
     CHECK(s.refused >= 1);
     close(over);
     for (int i = 0; i < 16; i++) close(silent[i]);
+    job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = ROUNDS / 4, .mode = TM_SWARM_DENSE,
+                        .ratio = 0.01, .lr = 0.5};
+    train(co, jobs, 3);
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+}
+
+/* One handshake with `key` (NULL: the swarm's); 1 when the coordinator
+ * answered it (welcome or "authentication failed"), 0 when it closed the
+ * connection without a word. */
+static int try_key(const uint8_t *key)
+{
+    int fd = dial();
+    if (fd < 0) return -1;
+    tm__swrm_conn c;
+    tm__swrm_conn_init(&c, tm__swrm_fd_io(fd), "coordinator");
+    tm__swrm_auth a = {key ? key : KEY, 32, TM__SWRM_AUTH};
+    tm_status st = tm__swrm_handshake_client(&c, &a, "guess", tm__now_ms() + 5000);
+    int answered = !st || strstr(tm_last_error(), "authentication failed") != NULL;
+    tm__swrm_conn_wipe(&c);
+    close(fd);
+    return answered;
+}
+
+/* Guessing a key online: an address gets 8 wrong keys in a row, then one
+ * a second, and in between its connections are closed on accept (before
+ * any key is seen); the swarm's workers from that address train once a
+ * token is back. */
+TEST(swarm_coordinator_slows_down_key_guessing)
+{
+    static const uint8_t wrong[] = "a guess at the key, 32 bytes....";
+    pthread_t ct;
+    tm_swarm_coordinator *co = start(&ct, false);
+    REQUIRE(co);
+    hostile_port = tm_swarm_coordinator_port(co);
+    int64_t t0 = tm__now_ms();
+    int answered = 0, r = 1;
+    while (answered < 40 && (r = try_key(wrong)) == 1) answered++;
+    double secs = (double)(tm__now_ms() - t0) / 1000.0;
+    CHECK_INT(r, 0); /* refused on accept */
+    /* 8 at once, and at most one more per second the guesses took */
+    CHECK(answered >= 8);
+    CHECK(answered <= 8 + (int)secs + 1);
+    nanosleep(&(struct timespec){1, 100 * 1000 * 1000}, NULL); /* a token back */
     job jobs[3];
     for (int i = 0; i < 3; i++)
         jobs[i] = (job){.id = i + 1, .rounds = ROUNDS / 4, .mode = TM_SWARM_DENSE,
