@@ -108,8 +108,10 @@ static void *reader_main(void *arg)
     } else {
         tm_logf(TM_LOG_WARN, "swarm coordinator: refused %s: %s", p->c.peer,
                 tm_last_error());
-        if (st == TM_EFORMAT && p->c.secured) tm__co_send_error(p, tm_last_error());
+        /* under mu: a send counts its bytes in the coordinator's stats,
+         * which the round's sends (holding mu) count too */
         pthread_mutex_lock(&co->mu);
+        if (st == TM_EFORMAT && p->c.secured) tm__co_send_error(p, tm_last_error());
         co->stats.refused++;
         if (p->c.wrong_key) charge_wrong_key(co, p->host, tm__now_ms());
         pthread_mutex_unlock(&co->mu);

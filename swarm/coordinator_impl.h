@@ -103,7 +103,8 @@ struct tm_swarm_coordinator {
     int n_guess;
 };
 
-/* Sends under the peer's tx lock, counting bytes. */
+/* With mu held (the bytes are counted in the coordinator's stats): sends
+ * under the peer's tx lock. */
 tm_status tm__co_send(peer *p, tm__swrm_type type, const void *b, uint32_t n);
 /* Sends an ERROR frame with the message (best effort). */
 void tm__co_send_error(peer *p, const char *msg);
