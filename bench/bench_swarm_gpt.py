@@ -70,7 +70,8 @@ def swarm(args, work, mode, schedule):
         # an outer step that applies the average as it is
         "topk-update": ["--mode", "diloco", "--diloco-topk", "--topk", str(args.topk),
                         "--local-steps", "1", "--outer-lr", str(args.update_lr),
-                        "--outer-momentum", str(args.update_momentum)],
+                        "--outer-momentum", str(args.update_momentum),
+                        "--lookahead", str(args.lookahead)],
         "diloco": ["--mode", "diloco", "--local-steps", str(args.local_steps)],
         "dense": ["--mode", "dense"],
     }[mode]
@@ -122,6 +123,8 @@ def main():
                     help="topk-update: the outer SGD's lr applied to the averaged update")
     ap.add_argument("--update-momentum", type=float, default=0.0,
                     help="topk-update: the outer SGD's (Nesterov) momentum")
+    ap.add_argument("--lookahead", type=float, default=0.0,
+                    help="topk-update: local steps start at the replica plus this much of the unsent change")
     ap.add_argument("--modes", default="topk-update,topk,diloco")
     ap.add_argument("--reuse-single", action="store_true",
                     help="take the single process's result from an earlier run in --work")

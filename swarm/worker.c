@@ -139,8 +139,16 @@ static tm_status send_state(tm_swarm *sw)
 {
     uint8_t *p = NULL;
     size_t n = 0;
+    /* the replica's parameters, not the local start lookahead moved */
+    bool moved = sw->global && sw->o.lookahead > 0;
+    if (moved) {
+        tm__swarm_flat_get(&sw->f, sw->avg);
+        tm__swarm_flat_get(&sw->gf, sw->flat);
+        tm__swarm_flat_set(&sw->f, sw->flat);
+    }
     tm_status st = tm__swarm_state_encode(&sw->f, sw->opt, sw->outer, &p, &n,
                                           TM__SWARM_PREFIX);
+    if (moved) tm__swarm_flat_set(&sw->f, sw->avg);
     if (st) return st;
     tm__swarm_prefix pre = {sw->round, tm__sw_replica_hash(sw), 0, TM__SWARM_STATE_KIND};
     tm__swarm_prefix_encode(&pre, p);
@@ -337,6 +345,10 @@ tm_swarm *tm__sw_new(const tm_swarm_opts *o, tm_params *params, tm_optim *opt)
                                  o->local_steps, o->outer_lr, o->outer_momentum};
     tm_status st = tm__swarm_settings_check(&sw->s);
     if (st) st = TM_ERR(TM_EINVAL, "%s", tm_last_error());
+    if (!st && (!(o->lookahead >= 0 && o->lookahead <= 1) ||
+                (o->lookahead > 0 && !sw->s.diloco_topk)))
+        st = TM_ERR(TM_EINVAL, "lookahead %g must be in [0, 1], and applies to "
+                    "DiLoCo with TopK only", o->lookahead);
     if (!st && o->key) {
         sw->key = tm__alloc(o->key_len, __func__);
         if (!sw->key) st = TM_ENOMEM;
@@ -421,12 +433,26 @@ static tm_status ensure_buf(tm_swarm *sw, size_t n)
     return TM_OK;
 }
 
+/* DiLoCo: where this round's local steps started, into out: the
+ * synchronized parameters, less `lookahead` times the unsent change (the
+ * residual holds the change as old minus new).  Deterministic, so the
+ * contribution (start minus end) recomputes exactly the start it used;
+ * the residual only changes when the contribution is compressed. */
+static void local_start(const tm_swarm *sw, float *out)
+{
+    tm__swarm_flat_get(&sw->gf, out);
+    if (!sw->dgc || !(sw->o.lookahead > 0) || sw->flushing) return;
+    const float *r = tm__dgc_residual(sw->dgc);
+    float c = (float)sw->o.lookahead;
+    for (int64_t i = 0; i < sw->gf.numel; i++) out[i] -= c * r[i];
+}
+
 tm_status tm__sw_contribution(tm_swarm *sw, int64_t *k)
 {
     int64_t n = sw->f.numel;
     if (sw->s.mode == TM_SWARM_DILOCO) {
         tm__swarm_flat_get(&sw->f, sw->avg);
-        tm__swarm_flat_get(&sw->gf, sw->flat);
+        local_start(sw, sw->flat);
         for (int64_t i = 0; i < n; i++) sw->flat[i] -= sw->avg[i];
     } else
         tm__swarm_grads_get(&sw->f, sw->flat);
@@ -434,6 +460,7 @@ tm_status tm__sw_contribution(tm_swarm *sw, int64_t *k)
     if (!tm__swarm_sparse(&sw->s)) return TM_OK;
     bool all = sw->send_all;
     sw->send_all = false;
+    sw->flushing = all;
     return tm__dgc_compress(sw->dgc, sw->flat, all ? -1 : (int64_t)sw->round, k,
                             sw->idx, sw->val);
 }
@@ -478,13 +505,22 @@ tm_status tm__sw_apply(tm_swarm *sw, uint32_t contributors)
 {
     sw->world = (int)contributors;
     sw->round++;
-    if (contributors == 0) return TM_OK; /* nobody's update was usable */
+    if (contributors == 0) { /* nobody's update was usable */
+        /* with TopK the local change is in the residual now: the local
+         * steps start again where local_start says */
+        if (sw->s.mode == TM_SWARM_DILOCO && sw->dgc) {
+            local_start(sw, sw->flat);
+            tm__swarm_flat_set(&sw->f, sw->flat);
+        }
+        return TM_OK;
+    }
     tm_status st;
     if (sw->s.mode == TM_SWARM_DILOCO) {
         st = tm__swarm_grads_set(&sw->gf, sw->avg);
         if (!st) st = tm_optim_step(sw->outer);
         if (!st) {
-            tm__swarm_flat_get(&sw->gf, sw->flat);
+            /* after a flush the local steps start exactly at the replica */
+            local_start(sw, sw->flat);
             tm__swarm_flat_set(&sw->f, sw->flat);
         }
         return st;

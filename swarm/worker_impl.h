@@ -51,6 +51,7 @@ struct tm_swarm {
     int64_t local;
     struct tm__swarm_mpi *mpi; /* the MPI transport (NULL over TCP) */
     bool send_all; /* the next contribution holds the whole residual */
+    bool flushing; /* this round's contribution held it */
 };
 
 

@@ -80,6 +80,12 @@ typedef struct tm_swarm_opts {
                               compresses the optimizer's update rather
                               than the gradient: the mode for Adam, whose
                               per-value scaling shrinks sparse gradients */
+    double lookahead;      /* DiLoCo with TopK: each round starts the
+                              local steps from the synchronized parameters
+                              plus this fraction (0..1) of the worker's own
+                              unsent change, so its gradients see the move
+                              it has pending; the replica (the synchronized
+                              parameters) stays identical.  0: off */
     double outer_lr;       /* DiLoCo outer Nesterov SGD, default 0.7 */
     double outer_momentum; /* default 0.9 */
     /* coordinator */

@@ -7,6 +7,7 @@
 #include "../../swarm/compress.h"
 #include "../../swarm/frame.h"
 #include "../../swarm/swarm_impl.h"
+#include "../../swarm/worker_impl.h"
 #include "../../tensor/runtime/runtime_impl.h"
 
 #include <errno.h>
@@ -30,6 +31,12 @@ typedef struct job {
     double ratio, lr;
     bool evil; /* sends a NaN and a 1000x gradient once each */
     bool encrypt;
+    bool update_topk; /* TopK of the optimizer's update (DiLoCo, H = 1) */
+    double lookahead;
+    /* after each step: values where the local start is not the replica
+     * less lookahead times the residual; steps with a nonzero residual;
+     * values where the final parameters are not the replica */
+    int64_t la_bad, la_pending, la_final_bad;
     int nan_sent, big_sent;
     tm_status st;
     char err[256];
@@ -63,6 +70,13 @@ static void *worker_main(void *arg)
     o.mode = jb->mode;
     o.topk_ratio = jb->ratio;
     o.reconnect_ms = 5000;
+    if (jb->update_topk) {
+        o.diloco_topk = true;
+        o.local_steps = 1;
+        o.outer_lr = 1;
+        o.outer_momentum = 0;
+        o.lookahead = jb->lookahead;
+    }
     char name[16];
     snprintf(name, sizeof name, "w%d", jb->id);
     o.name = name;
@@ -79,7 +93,20 @@ static void *worker_main(void *arg)
         tm_tensor *gt = tm_from_buffer(g, (int64_t[]){N}, 1, TM_F32);
         tm_set_grad(w, gt);
         tm_free(gt);
+        if (jb->update_topk && r == jb->rounds - 1) tm_swarm_send_all_next(sw);
         jb->st = tm_swarm_step(sw);
+        if (jb->update_topk && !jb->st) {
+            static _Thread_local float rep[N];
+            tm__swarm_flat_get(&sw->gf, rep);
+            const float *res = tm__dgc_residual(sw->dgc), *live = tm_data(w);
+            bool last = tm_swarm_round(sw) >= jb->rounds, pending = false;
+            for (int j = 0; j < N; j++) {
+                pending |= res[j] != 0;
+                if (last) jb->la_final_bad += live[j] != rep[j];
+                else jb->la_bad += live[j] != rep[j] - (float)jb->lookahead * res[j];
+            }
+            jb->la_pending += pending && !last;
+        }
     }
     if (jb->st) snprintf(jb->err, sizeof jb->err, "%s", tm_last_error());
     memcpy(jb->final, tm_data(w), sizeof jb->final);
@@ -175,6 +202,60 @@ TEST(swarm_workers_train_to_identical_replicas_dense_and_topk)
     tm_swarm_coordinator_stop(co);
     pthread_join(ct, NULL);
     tm_swarm_coordinator_free(co);
+}
+
+/* Lookahead: after each round a worker's local step starts from the
+ * replica less lookahead times its unsent change (the residual holds
+ * old minus new), exactly; the replicas stay identical; after the last
+ * round, which flushes the residual, the parameters are the replica. */
+TEST(swarm_update_topk_lookahead_starts_at_the_pending_change)
+{
+    pthread_t ct;
+    tm_swarm_coordinator *co = start(&ct, false);
+    REQUIRE(co);
+    job jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (job){.id = i + 1, .rounds = ROUNDS, .mode = TM_SWARM_DILOCO,
+                        .ratio = 0.05, .lr = 0.05, .update_topk = true,
+                        .lookahead = 1.0 / 3};
+    train(co, jobs, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(jobs[i].la_bad, 0);
+        CHECK_INT(jobs[i].la_final_bad, 0);
+        CHECK(jobs[i].la_pending >= ROUNDS - 2); /* not vacuous */
+    }
+    CHECK(error_of(jobs[0].final, 3, 1) < 2.0); /* it trains: 10 away at the start */
+    tm_swarm_coordinator_stop(co);
+    pthread_join(ct, NULL);
+    tm_swarm_coordinator_free(co);
+}
+
+/* Lookahead is for DiLoCo with TopK, within [0, 1]. */
+TEST(swarm_lookahead_outside_diloco_topk_is_refused)
+{
+    tm_tensor *w = tm_full((int64_t[]){4}, 1, 0.0, TM_F32);
+    tm_params *ps = tm_params_new();
+    tm_params_add(ps, "w", w, false);
+    tm_optim_hparams hp = tm_optim_defaults(TM_OPTIM_SGD);
+    tm_optim *opt = tm_optim_new(TM_OPTIM_SGD, &hp);
+    tm_optim_add_params(opt, ps, NULL);
+    tm_swarm_opts o = tm_swarm_defaults();
+    o.host = "127.0.0.1";
+    o.port = 1;
+    o.key = KEY;
+    o.key_len = 32;
+    o.reconnect_ms = 0;
+    o.lookahead = 0.5; /* TopK of the gradient */
+    CHECK(tm_swarm_join(&o, ps, opt) == NULL);
+    CHECK(strstr(tm_last_error(), "lookahead 0.5") != NULL);
+    o.mode = TM_SWARM_DILOCO;
+    o.diloco_topk = true;
+    o.lookahead = 1.5;
+    CHECK(tm_swarm_join(&o, ps, opt) == NULL);
+    CHECK(strstr(tm_last_error(), "lookahead 1.5") != NULL);
+    tm_optim_free(opt);
+    tm_params_free(ps);
+    tm_free(w);
 }
 
 /* Raw hostile connections while the swarm trains. */

@@ -109,6 +109,15 @@ def test_topk_swarm_trains_and_replicas_agree():
     assert stats["rounds"] >= 80 and stats["refused"] == 0
 
 
+def test_lookahead_reaches_the_library_and_is_refused_outside_update_topk():
+    with swarm.Coordinator(key=KEY) as co:
+        co.start()
+        opt = foundry.optim.SGD(model(1).parameters(), lr=0.1)
+        with pytest.raises(ValueError, match="lookahead 0.5"):
+            swarm.DistributedOptimizer(opt, f"127.0.0.1:{co.port}", key=KEY,
+                                       lookahead=0.5, reconnect_ms=0)
+
+
 def test_wrong_key_and_missing_key_are_refused():
     with swarm.Coordinator(key=KEY) as co:
         co.start()

@@ -267,6 +267,9 @@ static int worker(int argc, char **argv)
         {.name = "--diloco-topk", .kind = CLI_BOOL, .dst = &w.o.diloco_topk,
          .help = "DiLoCo: send the parameter change TopK-compressed (--topk) instead of dense; with "
                  "--local-steps 1 --outer-lr 1 --outer-momentum 0, TopK of AdamW's update"},
+        {.name = "--lookahead", .kind = CLI_DOUBLE, .dst = &w.o.lookahead, .lo = 0, .hi = 1, .meta = "C",
+         .help = "DiLoCo with TopK: start each round's local steps from the synchronized parameters plus C "
+                 "times this worker's unsent change (0: off)"},
         {.name = "--outer-lr", .kind = CLI_DOUBLE, .dst = &w.o.outer_lr, .lo = 0, .hi = 100, .meta = "LR",
          .help = "DiLoCo: the outer Nesterov SGD's learning rate"},
         {.name = "--outer-momentum", .kind = CLI_DOUBLE, .dst = &w.o.outer_momentum, .lo = 0, .hi = 0.999,

@@ -124,7 +124,7 @@ class DistributedOptimizer(_Closing):
                  mpi=False, encrypt=False, insecure=False, mode="topk", topk=0.01,
                  warmup_rounds=0, momentum_correction=0.0, clip_norm=0.0,
                  values_f16=False, local_steps=50, diloco_topk=False,
-                 outer_lr=0.7,
+                 lookahead=0.0, outer_lr=0.7,
                  outer_momentum=0.9, heartbeat_ms=None, peer_timeout_ms=None,
                  reconnect_ms=None, name="worker"):
         if mode not in _MODES:
@@ -149,7 +149,7 @@ class DistributedOptimizer(_Closing):
                   momentum_correction=float(momentum_correction),
                   clip_norm=float(clip_norm), values_f16=int(values_f16),
                   local_steps=int(local_steps), diloco_topk=bool(diloco_topk),
-                  outer_lr=float(outer_lr),
+                  lookahead=float(lookahead), outer_lr=float(outer_lr),
                   outer_momentum=float(outer_momentum),
                   heartbeat_ms=heartbeat_ms, peer_timeout_ms=peer_timeout_ms,
                   reconnect_ms=reconnect_ms, name=name)
