@@ -471,6 +471,31 @@ TEST(swarm_snapshot_whose_parameters_do_not_match_its_hash_is_refused)
     tm_free(b);
 }
 
+/* Writes dir/swarm.ckpt, version 1, its CRC right: the record j, then a
+ * snapshot of that round and hash holding body[0..nbody). */
+static void write_ckpt_file(const char *dir, const tm__swarm_join_msg *j,
+                            const uint8_t *body, size_t nbody)
+{
+    size_t head = 8 + TM__SWARM_JOIN_BYTES + 4, snap_n = TM__SWARM_PREFIX + nbody;
+    size_t total = head + snap_n + 4;
+    uint8_t *b = calloc(1, total);
+    REQUIRE(b);
+    memcpy(b, "SWCK", 4);
+    tm__put_u32(b + 4, 1);
+    tm__swarm_join_encode(j, b + 8);
+    tm__put_u32(b + head - 4, (uint32_t)snap_n);
+    tm__swarm_prefix pre = {.round = j->round, .hash = j->hash,
+                            .kind = TM__SWARM_STATE_KIND};
+    tm__swarm_prefix_encode(&pre, b + head);
+    memcpy(b + head + TM__SWARM_PREFIX, body, nbody);
+    tm__put_u32(b + head + snap_n, tm__crc32(0, b, head + snap_n));
+    char path[64];
+    snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
+    FILE *f = fopen(path, "wb");
+    REQUIRE(f && fwrite(b, 1, total, f) == total && fclose(f) == 0);
+    free(b);
+}
+
 /* Writes a version-1 checkpoint of one tensor "a" (3 values) at round 4
  * into dir, its CRC right.  The record and the snapshot's prefix claim
  * the parameters' hash (right_hash) or one off; `poke` is written over
@@ -494,27 +519,11 @@ static void write_checkpoint(const char *dir, bool right_hash, float poke)
         uint8_t *v = body + nbody - 8; /* a[1] of the last tensor */
         memcpy(v, &poke, 4);
     }
-    size_t head = 8 + TM__SWARM_JOIN_BYTES + 4, snap_n = TM__SWARM_PREFIX + nbody;
-    uint8_t *b = calloc(1, head + snap_n + 4);
-    REQUIRE(b);
-    memcpy(b, "SWCK", 4);
-    tm__put_u32(b + 4, 1);
     tm__swarm_join_msg j = {.numel = 3, .round = 4, .hash = h};
     j.s = (tm__swarm_settings){.mode = TM_SWARM_DENSE, .topk_ratio = 0.01,
                                .local_steps = 50, .outer_lr = 0.7,
                                .outer_momentum = 0.9};
-    tm__swarm_join_encode(&j, b + 8);
-    tm__put_u32(b + head - 4, (uint32_t)snap_n);
-    tm__swarm_prefix pre = {.round = 4, .hash = h, .kind = TM__SWARM_STATE_KIND};
-    tm__swarm_prefix_encode(&pre, b + head);
-    memcpy(b + head + TM__SWARM_PREFIX, body, nbody);
-    tm__put_u32(b + head + snap_n, tm__crc32(0, b, head + snap_n));
-    char path[64];
-    snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
-    FILE *f = fopen(path, "wb");
-    REQUIRE(f && fwrite(b, 1, head + snap_n + 4, f) == head + snap_n + 4 &&
-            fclose(f) == 0);
-    free(b);
+    write_ckpt_file(dir, &j, body, nbody);
     tm__dealloc(body);
     tm__swarm_flat_free(&fl);
     tm_optim_free(opt);
@@ -560,22 +569,12 @@ TEST(swarm_checkpoint_claiming_more_values_than_its_snapshot_is_refused)
     char dir[] = "/tmp/foundry_swck_XXXXXX", path[64];
     REQUIRE(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/swarm.ckpt", dir);
-    uint8_t b[8 + TM__SWARM_JOIN_BYTES + 4 + TM__SWARM_PREFIX + 4 + 4];
-    memcpy(b, "SWCK", 4);
-    tm__put_u32(b + 4, 1);
     tm__swarm_join_msg j = {.numel = (uint64_t)1 << 28, .round = 4};
     j.s = (tm__swarm_settings){.mode = TM_SWARM_TOPK, .topk_ratio = 0.01,
                                .momentum_correction = 0.9, .local_steps = 50,
                                .outer_lr = 0.7, .outer_momentum = 0.9};
-    tm__swarm_join_encode(&j, b + 8);
-    uint8_t *snap = b + 8 + TM__SWARM_JOIN_BYTES + 4;
-    tm__put_u32(snap - 4, TM__SWARM_PREFIX + 4);
-    tm__swarm_prefix pre = {.round = 4, .kind = TM__SWARM_STATE_KIND};
-    tm__swarm_prefix_encode(&pre, snap);
-    tm__put_u32(snap + TM__SWARM_PREFIX, 0); /* no entries */
-    tm__put_u32(b + sizeof b - 4, tm__crc32(0, b, sizeof b - 4));
-    FILE *f = fopen(path, "wb");
-    REQUIRE(f && fwrite(b, 1, sizeof b, f) == sizeof b && fclose(f) == 0);
+    static const uint8_t no_entries[4] = {0};
+    write_ckpt_file(dir, &j, no_entries, sizeof no_entries);
     tm_swarm_opts o = tm_swarm_defaults();
     o.insecure = true;
     o.checkpoint_dir = dir;
